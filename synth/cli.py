@@ -1,0 +1,317 @@
+"""The `synth` command line: a thin typer layer over the pipeline; the one place exit codes are decided."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from synth import conf
+from synth.llm.base import BudgetExceeded, FatalProviderError, SynthError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Generate long-term-memory benchmarks for AI clones (CloneMem-style) and score memory systems.")
+prompts_app = typer.Typer(no_args_is_help=True, help="Show the prompt templates.")
+app.add_typer(prompts_app, name="prompts")
+out_console = Console()
+err_console = Console(stderr=True)
+
+Out = Annotated[Optional[Path], typer.Option("--out", help="Dataset directory (default outputs/<preset>).")]
+Personas = Annotated[Optional[list[Path]], typer.Option("--personas", help="Seed file or folder (repeatable).")]
+PersonaId = Annotated[Optional[list[str]], typer.Option("--persona", help="Restrict to persona ids (repeatable).")]
+Provider = Annotated[Optional[str], typer.Option("--provider", help="anthropic | openai | local | fake.")]
+Model = Annotated[Optional[str], typer.Option("--model", help="Model name or alias (local: a .gguf path).")]
+BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp).")]
+Concurrency = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="Concurrent requests.")]
+BudgetUsd = Annotated[Optional[float], typer.Option("--budget-usd", min=0, help="Stop before spending more.")]
+MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", min=1, help="Stop before using more tokens.")]
+Force = Annotated[bool, typer.Option("--force", help="Re-run even fresh stages.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Estimate calls, tokens and USD without calling a model.")]
+Batch = Annotated[bool, typer.Option("--batch", help="Send independent requests through the provider's batch API.")]
+Preset = Annotated[Optional[str], typer.Option("--preset", help="tiny | small | clonemem (default: tiny with the local provider, else small).")]
+ConfigFile = Annotated[Optional[Path], typer.Option("--config", help="TOML overrides (stage settings, routes).")]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of the fake provider.")]
+
+
+def guarded(fn):
+    """The one error boundary: domain errors become one line on stderr and an exit code, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except SynthError as exc:
+            err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err_console.print("interrupted: finished units are kept; run again to resume")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def _preset(preset: str | None, provider: str | None) -> str:
+    """Explicit --preset wins; the embedded local model defaults to `tiny`, everything else to `small`."""
+    if preset:
+        return preset
+    return "tiny" if conf.choose_provider(provider)[0] == "local" else "small"
+
+
+def _out(out: Path | None, preset: str | None) -> Path:
+    return out if out is not None else Path("outputs") / (preset or "small")
+
+
+def _personas(paths: list[Path] | None) -> list[Path]:
+    return paths or [Path("personas")]
+
+
+def _session(out, personas, persona, preset, provider, model, base_url, concurrency=None, budget_usd=None,
+             max_tokens=None, config=None, force=False, seed=0, announce=True, write=True):
+    from synth.pipeline import open_session
+
+    name, reason = conf.choose_provider(provider)
+    if announce:
+        err_console.print(f"provider: [bold]{name}[/] ({reason})", highlight=False)
+    if name == "local" and (model is None or model == conf.model_table()["providers"]["local"]["default_model"]):
+        err_console.print(
+            "[yellow]warning:[/] the default local model (Gemma 3 270M) makes smoke-quality text; point --model at a "
+            "real instruct GGUF, or use --provider openai --base-url URL (vLLM/Ollama/llama.cpp server), or set "
+            "ANTHROPIC_API_KEY / OPENAI_API_KEY", highlight=False)
+    return open_session(_out(out, preset), _personas(personas), persona or [], preset, name, model, base_url,
+                        concurrency, budget_usd, max_tokens, config, force=force, seed=seed,
+                        write_dataset_json=write)
+
+
+def _run(names: list[str], *, out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
+         max_tokens, config, force, seed, only_stale: bool, export: bool) -> None:
+    from synth.pipeline import locked, run_stages
+
+    preset = _preset(preset, provider)
+    target = _out(out, preset)
+    # Validate everything cheap before the lock and before any file is written.
+    conf.preset_config(preset, config)
+    from synth.personas import load_personas
+
+    load_personas(_personas(personas))
+    with locked(target):
+        session = _session(out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
+                           max_tokens, config, force, seed)
+        try:
+            results = asyncio.run(run_stages(session, names, force=force, only_stale=only_stale))
+            ran = sum(len(v) for v in results.values())
+            err_console.print(f"done: {ran} stage run(s) over {len(session.seeds)} persona(s) in {target}")
+            if export:
+                from synth.export import export_dataset
+
+                paths = export_dataset(target, session.seeds)
+                err_console.print(f"exported {len(paths)} file(s) under {target / 'export'}")
+        finally:
+            session.close()
+
+
+def _stage_command(name: str, help_text: str):
+    @guarded
+    def command(out: Out = None, personas: Personas = None, persona: PersonaId = None, preset: Preset = None,
+                provider: Provider = None, model: Model = None, base_url: BaseUrl = None,
+                concurrency: Concurrency = None, budget_usd: BudgetUsd = None, max_tokens: MaxTokens = None,
+                config: ConfigFile = None, force: Force = False, seed: Seed = 0) -> None:
+        _run([name], out=out, personas=personas, persona=persona, preset=preset, provider=provider, model=model,
+             base_url=base_url, concurrency=concurrency, budget_usd=budget_usd, max_tokens=max_tokens,
+             config=config, force=force, seed=seed, only_stale=True, export=False)
+
+    command.__doc__ = help_text
+    command.__name__ = f"{name}_command"
+    return command
+
+
+_STAGE_HELP = {
+    "persona": "persona.jsonl: enrich each Big Five seed into a profile with relations.",
+    "arcs": "seeds.jsonl, arcs.jsonl, major_events.jsonl: event seeds, life arcs, major events.",
+    "phases": "phases.jsonl: phases under the rolling snapshot (Algorithm 1).",
+    "events": "events.jsonl, evidence.jsonl: detailed events with co-generated evidence.",
+    "traces": "traces.jsonl: digital traces (plan, then write).",
+    "qa": "qa.jsonl: sliding-window, two-step QA in 8 question types.",
+    "distractors": "mcq.jsonl: multiple choice with distractor refinement.",
+    "filter": "final.jsonl, rejected.jsonl: the quality filters.",
+}
+for _name, _help in _STAGE_HELP.items():
+    app.command(_name, help=_help)(_stage_command(_name, _help))
+
+
+@app.command("run")
+@guarded
+def run_command(out: Out = None, personas: Personas = None, persona: PersonaId = None, preset: Preset = None,
+                provider: Provider = None, model: Model = None, base_url: BaseUrl = None,
+                concurrency: Concurrency = None, budget_usd: BudgetUsd = None, max_tokens: MaxTokens = None,
+                config: ConfigFile = None, force: Force = False, dry_run: DryRun = False, batch: Batch = False,
+                seed: Seed = 0) -> None:
+    """Run every stale stage (and what depends on it) in order, then export."""
+    from synth.runner import stage_order
+
+    if dry_run:
+        from synth.dryrun import dry_run as estimate
+
+        estimate(preset=preset, provider=provider, model=model, base_url=base_url, personas=_personas(personas),
+                 persona=persona or [], config=config, batch=batch, console=out_console)
+        return
+    if batch:
+        os.environ["SYNTH_BATCH"] = "1"
+    _run(stage_order(), out=out, personas=personas, persona=persona, preset=preset, provider=provider, model=model,
+         base_url=base_url, concurrency=concurrency, budget_usd=budget_usd, max_tokens=max_tokens, config=config,
+         force=force, seed=seed, only_stale=True, export=True)
+
+
+@app.command("status")
+@guarded
+def status_command(out: Out = None, personas: Personas = None, persona: PersonaId = None, preset: Preset = None,
+                   provider: Provider = None, model: Model = None, base_url: BaseUrl = None,
+                   config: ConfigFile = None) -> None:
+    """Per persona and stage: fresh / stale / missing / failed, record counts, calls and cost."""
+    from synth.pipeline import select_personas
+    from synth.runner import load_manifest, persona_dir, stage_status, stages
+
+    target = _out(out, preset)
+    dataset = target / "dataset.json"
+    if dataset.is_file() and provider is None:
+        recorded = json.loads(dataset.read_text())
+        provider, model, base_url = recorded["provider"], model or recorded["model"], base_url or recorded["base_url"]
+        preset = preset or recorded.get("preset")
+    preset = _preset(preset, provider)
+    name, _ = conf.choose_provider(provider)
+    route = conf.resolve_route(name, model, base_url)
+    preset_cfg = conf.preset_config(preset, config)
+    seeds = select_personas(_personas(personas), persona or [], preset_cfg)
+    table = Table(title=f"synth status — {target}")
+    for col in ("persona", "stage", "status", "records", "calls", "cached", "tokens", "cost $"):
+        table.add_column(col, justify="right" if col in ("records", "calls", "cached", "tokens", "cost $") else "left")
+    colours = {"fresh": "green", "stale": "yellow", "missing": "dim", "failed": "red"}
+    for seed in seeds:
+        cfg = conf.persona_config(preset_cfg, seed.scale)
+        directory = persona_dir(target, seed)
+        for stage in stages().values():
+            status = stage_status(stage, seed, directory, cfg, route)
+            m = load_manifest(directory, stage.name)
+            table.add_row(seed.id, stage.name, f"[{colours.get(status, 'white')}]{status}[/]",
+                          str(sum(m.records.values())) if m else "", str(m.provider_calls) if m else "",
+                          str(m.cache_hits) if m else "", f"{m.input_tokens + m.output_tokens:,}" if m else "",
+                          f"{m.cost_usd:.4f}" if m else "")
+    out_console.print(table)
+
+
+@app.command("validate")
+@guarded
+def validate_command(out: Out = None, preset: Preset = None) -> None:
+    """Check the invariants (containment, snapshot chain, references, causality); non-zero exit on any violation."""
+    from synth.validate import validate_dataset
+
+    target = _out(out, preset)
+    violations = validate_dataset(target)
+    for v in violations:
+        out_console.print(f"[red]✗[/] {v}", highlight=False, soft_wrap=True)
+    if violations:
+        err_console.print(f"{len(violations)} violation(s) in {target}")
+        raise typer.Exit(1)
+    out_console.print(f"[green]✓[/] {target}: every invariant holds")
+
+
+@app.command("export")
+@guarded
+def export_command(out: Out = None, preset: Preset = None, format: Annotated[str, typer.Option("--format")] = "clonemem") -> None:
+    """Write export/clonemem/<size>/<persona_id>_benchmark_<lang>.json from final.jsonl and the traces."""
+    from synth.export import export_dataset
+
+    if format != "clonemem":
+        from synth.llm.base import InputError
+
+        raise InputError(f"--format: unknown format '{format}' (choose clonemem)")
+    paths = export_dataset(_out(out, preset))
+    for path in paths:
+        out_console.print(str(path))
+
+
+@app.command("stats")
+@guarded
+def stats_command(out: Out = None, preset: Preset = None, plot: Annotated[bool, typer.Option("--plot")] = False) -> None:
+    """Counts and distributions: types, dimensions, media, rejections per filter, blind accuracy, positions."""
+    from synth.stats import print_stats
+
+    print_stats(_out(out, preset), out_console, plot=plot)
+
+
+@app.command("review")
+@guarded
+def review_command(out: Out = None, preset: Preset = None,
+                   sample: Annotated[Optional[int], typer.Option("--sample", help="Write a stratified sheet of N items.")] = None,
+                   import_file: Annotated[Optional[Path], typer.Option("--import", help="Record a filled-in sheet's verdicts.")] = None,
+                   seed: Seed = 0) -> None:
+    """Human review: write a stratified sample sheet, or import verdicts so rejected items leave final.jsonl."""
+    from synth.review import import_review, write_review
+
+    target = _out(out, preset)
+    if import_file is not None:
+        out_console.print(import_review(target, import_file))
+    else:
+        out_console.print(str(write_review(target, sample or 20, seed=seed)))
+
+
+@app.command("eval")
+@guarded
+def eval_command(
+    data: Annotated[Path, typer.Option("--data", help="A synth dataset dir, or CloneMem release files.")],
+    system: Annotated[str, typer.Option("--system", help="oracle | flat | full | module:Class.")] = "flat",
+    k: Annotated[int, typer.Option("--k")] = 10,
+    answerer_provider: Annotated[Optional[str], typer.Option("--answerer-provider")] = None,
+    answerer_model: Annotated[Optional[str], typer.Option("--answerer-model")] = None,
+    judge_provider: Annotated[Optional[str], typer.Option("--judge-provider")] = None,
+    judge_model: Annotated[Optional[str], typer.Option("--judge-model")] = None,
+    base_url: BaseUrl = None,
+    embed_model: Annotated[Optional[str], typer.Option("--embed-model")] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="CloneMem's all-traces protocol (leaks the future).")] = False,
+    out: Annotated[Path, typer.Option("--out")] = Path("outputs/eval"),
+    plot: Annotated[bool, typer.Option("--plot")] = False,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Score only the first N questions.")] = None,
+    concurrency: Concurrency = None,
+) -> None:
+    """Score a memory system on a dataset: Recall@k variants, choice accuracy, LLM-judge scores."""
+    from synth.eval.run import run_eval
+
+    run_eval(data=data, system=system, k=k, answerer_provider=answerer_provider, answerer_model=answerer_model,
+             judge_provider=judge_provider, judge_model=judge_model, base_url=base_url, embed_model=embed_model,
+             offline=offline, out=out, plot=plot, limit=limit, concurrency=concurrency, console=out_console)
+
+
+@prompts_app.command("show")
+@guarded
+def prompts_show(stage: Annotated[str, typer.Argument(help="A stage name or a template file name.")]) -> None:
+    """Print a stage's templates with their placeholders."""
+    from synth.prompts import prompts_dir
+    from synth.runner import stages
+
+    names = stages()[stage].templates if stage in stages() else (stage,)
+    for name in names:
+        path = prompts_dir() / name
+        if not path.is_file():
+            from synth.llm.base import InputError
+
+            raise InputError(f"prompts/{name}: template not found")
+        out_console.rule(name)
+        out_console.print(path.read_text(encoding="utf-8"), markup=False, highlight=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""The one client every stage calls: cache → budget → rate limit → provider (transport retries) → validate → re-ask."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from synth.conf import Route
+from synth.llm.base import GenerationFailed, LLMRequest, Provider, ProviderResponse, TransportError, Usage
+from synth.llm.cache import ResponseCache, cache_key
+from synth.llm.fake import estimate_tokens
+from synth.llm.limits import Budget, RateLimiter
+from synth.prompts import render_text
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class CallStats:
+    """What one stage (or one eval) asked of the models; manifests and progress bars read it."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    provider_calls: int = 0
+    repairs: int = 0
+    retries: int = 0
+    failures: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    cache_saving_usd: float = 0.0
+    on_change: Callable[[], None] | None = None
+
+    def changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.input_tokens + self.usage.output_tokens
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+
+
+def extract_json(text: str) -> str:
+    """The JSON object inside an answer that may wrap it in prose or a code fence."""
+    stripped = _FENCE.sub("", text.strip())
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if start == -1 or end < start:
+        raise ValueError("the answer holds no JSON object" if stripped else "the answer is empty")
+    return stripped[start : end + 1]
+
+
+def validation_message(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = []
+        for err in exc.errors()[:6]:
+            loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+            parts.append(f"{loc}: {err['msg']}")
+        return "; ".join(parts)
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg} at char {exc.pos})"
+    return str(exc)
+
+
+def _wait(base: float, cap: float) -> Callable:
+    def wait(retry_state) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        if isinstance(exc, TransportError) and exc.retry_after is not None:
+            return min(cap, max(0.0, exc.retry_after)) + random.uniform(0, base / 4)
+        expo = base * 2 ** (retry_state.attempt_number - 1)
+        return min(cap, random.uniform(0, expo) + base / 2)
+
+    return wait
+
+
+class LLM:
+    """Shared across stages and personas of one run: one cache, one budget, one concurrency limit."""
+
+    def __init__(
+        self,
+        providers: Callable[[Route], Provider],
+        cache: ResponseCache | None,
+        budget: Budget | None = None,
+        concurrency: int = 16,
+        max_repairs: int = 2,
+        max_attempts: int = 6,
+        timeout_s: float = 180.0,
+        backoff_base_s: float = 0.5,
+        backoff_cap_s: float = 30.0,
+        limits: Callable[[Route], tuple[float | None, float | None]] | None = None,
+    ) -> None:
+        self._make_provider = providers
+        self._providers: dict[tuple, Provider] = {}
+        self._limiters: dict[tuple, RateLimiter] = {}
+        self._limits = limits or (lambda route: (route.price("rpm") or None, route.price("tpm") or None))
+        self.cache = cache
+        self.budget = budget or Budget()
+        self.semaphore = asyncio.Semaphore(concurrency)
+        self.max_repairs = max_repairs
+        self.max_attempts = max_attempts
+        self.timeout_s = timeout_s
+        self._wait = _wait(backoff_base_s, backoff_cap_s)
+
+    def provider(self, route: Route) -> Provider:
+        key = (route.provider, route.base_url)
+        if key not in self._providers:
+            self._providers[key] = self._make_provider(route)
+        return self._providers[key]
+
+    def limiter(self, route: Route) -> RateLimiter:
+        key = (route.provider, route.model)
+        if key not in self._limiters:
+            self._limiters[key] = RateLimiter(*self._limits(route))
+        return self._limiters[key]
+
+    async def generate(
+        self,
+        route: Route,
+        request: LLMRequest,
+        model: type[M],
+        stats: CallStats,
+        check: Callable[[M], None] | None = None,
+        language: str = "en",
+    ) -> M:
+        """A schema-valid answer, re-asking with the validation error up to `max_repairs` times."""
+        messages = list(request.messages)
+        keys: list[str] = []
+        last_raw, last_error = "", ""
+        for attempt in range(self.max_repairs + 1):
+            current = replace(request, messages=messages)
+            key = cache_key(route.provider, route.model, current)
+            keys.append(key)
+            response = await self._respond(route, current, key, stats)
+            last_raw = response.text
+            try:
+                if response.refusal:
+                    raise ValueError(f"the model refused: {response.refusal}")
+                parsed = model.model_validate_json(extract_json(response.text))
+                if check is not None:
+                    check(parsed)
+                return parsed
+            except (ValueError, ValidationError) as exc:
+                last_error = validation_message(exc)
+            if attempt < self.max_repairs:
+                stats.repairs += 1
+                repair = render_text("llm_repair.j2", error=last_error, language=language)
+                messages = messages + [
+                    {"role": "assistant", "content": response.text or "(empty answer)"},
+                    {"role": "user", "content": repair},
+                ]
+        # Forget the failed attempts so the next run asks afresh instead of replaying them.
+        if self.cache is not None:
+            self.cache.delete(keys)
+        stats.failures += 1
+        stats.changed()
+        raise GenerationFailed(
+            f"{request.task}: no valid answer after {self.max_repairs + 1} attempts: {last_error}",
+            raw=last_raw,
+            attempts=self.max_repairs + 1,
+            usage=stats.usage,
+        )
+
+    async def _respond(self, route: Route, request: LLMRequest, key: str, stats: CallStats) -> ProviderResponse:
+        stats.requests += 1
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            stats.cache_hits += 1
+            stats.changed()
+            return hit
+        response = await self.call(route, request, stats)
+        if self.cache is not None:
+            self.cache.put(key, request.task, response)
+        return response
+
+    async def call(self, route: Route, request: LLMRequest, stats: CallStats) -> ProviderResponse:
+        """One provider call under the budget, the rate limiter and the transport retry policy."""
+        prompt_tokens = estimate_tokens("".join(m["content"] for m in request.messages))
+        reserve_tokens = prompt_tokens + request.settings.max_tokens
+        reserve_usd = route.cost(prompt_tokens, request.settings.max_tokens)
+        self.budget.reserve(reserve_usd, reserve_tokens)
+        used_usd, used_tokens = 0.0, 0
+        provider = self.provider(route)
+        limiter = self.limiter(route)
+        try:
+            async with self.semaphore:
+                await limiter.acquire(reserve_tokens)
+                async for attempt in AsyncRetrying(
+                    stop=stop_after_attempt(self.max_attempts),
+                    wait=self._wait,
+                    retry=retry_if_exception_type(TransportError),
+                    reraise=True,
+                ):
+                    with attempt:
+                        if attempt.retry_state.attempt_number > 1:
+                            stats.retries += 1
+                        try:
+                            response = await asyncio.wait_for(provider.complete(request, route.model), self.timeout_s)
+                        except asyncio.TimeoutError:
+                            raise TransportError(f"timed out after {self.timeout_s:g}s") from None
+                        except TransportError as exc:
+                            if exc.status == 429:
+                                limiter.on_rate_limited()
+                            raise
+            limiter.on_success()
+            usage = response.usage
+            used_usd = route.cost(
+                usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens
+            )
+            used_tokens = usage.input_tokens + usage.output_tokens
+            stats.provider_calls += 1
+            stats.usage.add(usage)
+            stats.cost_usd += used_usd
+            stats.cache_saving_usd += usage.cached_input_tokens * (route.price("input") - route.price("cache_read")) / 1e6
+            stats.changed()
+            return response
+        finally:
+            self.budget.settle(reserve_usd, reserve_tokens, used_usd, used_tokens)

@@ -1,0 +1,140 @@
+"""The fake provider: a deterministic, schema-driven test double that proves plumbing, never model quality."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import random
+from typing import Any
+
+from synth.llm.base import LLMRequest, ProviderResponse, Usage
+
+_WORDS_EN = (
+    "morning walk coffee office project deadline sister letter rain train market garden "
+    "friend dinner phone call budget plan doubt hope worry trip river book class meeting "
+    "promise apology window kitchen bicycle photo weekend evening report interview doctor "
+    "music song park bench ticket recipe neighbour storm summer winter lamp notebook"
+).split()
+_WORDS_ZH = list("早晨散步咖啡办公室项目截止姐姐信雨火车市场花园朋友晚饭电话预算计划怀疑希望担心旅行河书课会议")
+
+
+def _resolve(schema: dict, root: dict) -> dict:
+    while "$ref" in schema:
+        ref = schema["$ref"]
+        node: Any = root
+        for part in ref.lstrip("#/").split("/"):
+            node = node[part]
+        schema = {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
+def _text(rng: random.Random, name: str, min_len: int, max_len: int | None, zh: bool) -> str:
+    words = _WORDS_ZH if zh else _WORDS_EN
+    n = rng.randint(4, 12)
+    sep = "" if zh else " "
+    body = sep.join(rng.choice(words) for _ in range(n))
+    out = f"{name}: {body}" if name else body
+    while len(out) < min_len:
+        out += sep + rng.choice(words)
+    if max_len is not None:
+        out = out[:max_len]
+    return out
+
+
+def instance(schema: dict, rng: random.Random, root: dict | None = None, name: str = "", zh: bool = False) -> Any:
+    """Build a value valid against `schema` (the subset pydantic emits: refs, enums, bounds, formats)."""
+    root = root if root is not None else schema
+    schema = _resolve(schema, root)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options = [o for o in schema[key] if _resolve(o, root).get("type") != "null"] or schema[key]
+            return instance(rng.choice(options), rng, root, name, zh)
+    if "allOf" in schema:
+        merged: dict = {}
+        for part in schema["allOf"]:
+            merged.update(_resolve(part, root))
+        return instance(merged, rng, root, name, zh)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {k: instance(v, rng, root, k, zh) for k, v in props.items()}
+    if kind == "array":
+        lo = schema.get("minItems", 1)
+        hi = schema.get("maxItems", max(lo, 3))
+        count = rng.randint(lo, max(lo, min(hi, lo + 3)))
+        items = schema.get("items", {"type": "string"})
+        values = [instance(items, rng, root, name, zh) for _ in range(count)]
+        if schema.get("uniqueItems"):
+            unique = []
+            for v in values:
+                if v not in unique:
+                    unique.append(v)
+            values = unique
+        return values
+    if kind == "integer":
+        lo = schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1 if "exclusiveMinimum" in schema else 0)
+        hi = schema.get("maximum", schema.get("exclusiveMaximum", lo + 101) - 1 if "exclusiveMaximum" in schema else lo + 100)
+        return rng.randint(int(lo), int(max(lo, hi)))
+    if kind == "number":
+        lo = float(schema.get("minimum", 0.0))
+        hi = float(schema.get("maximum", lo + 1.0))
+        return round(rng.uniform(lo, hi), 3)
+    if kind == "boolean":
+        return rng.random() < 0.75
+    if kind == "null":
+        return None
+    fmt = schema.get("format")
+    if fmt == "date":
+        return (dt.date(2022, 1, 1) + dt.timedelta(days=rng.randint(0, 700))).isoformat()
+    if fmt == "date-time":
+        return (dt.datetime(2022, 1, 1, 9) + dt.timedelta(hours=rng.randint(0, 16000))).isoformat()
+    return _text(rng, name, schema.get("minLength", 0), schema.get("maxLength"), zh)
+
+
+def seeded_rng(*parts: Any) -> random.Random:
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: int = 0) -> str:
+    """The fake answer to a request as JSON text; the same request, seed and sample give the same answer."""
+    if not schema:
+        return json.dumps({"answer": "fake"})
+    text = " ".join(str(m.get("content", "")) for m in messages)
+    zh = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff") > 20
+    rng = seeded_rng(schema, messages, seed, sample)
+    return json.dumps(instance(schema, rng, zh=zh), ensure_ascii=False)
+
+
+def estimate_tokens(text: str) -> int:
+    """A provider-neutral token estimate: about 4 characters per token, one per CJK character."""
+    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+    return max(1, cjk + (len(text) - cjk) // 4)
+
+
+class FakeProvider:
+    """In-process fake: `fake` in manifests; its answers come from the request's schema and a seed."""
+
+    name = "fake"
+    key_env: str | None = None
+
+    def __init__(self, seed: int = 0, **_: Any) -> None:
+        self.seed = seed
+        self.script: list[str] = []  # queued raw replies, consumed first (scripted tests)
+        self.seen: list[LLMRequest] = []
+
+    async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
+        self.seen.append(request)
+        if self.script:
+            text = self.script.pop(0)
+        else:
+            text = respond(request.json_schema, request.messages, self.seed, request.sample)
+        prompt = " ".join(m["content"] for m in request.messages)
+        return ProviderResponse(text=text, usage=Usage(input_tokens=estimate_tokens(prompt), output_tokens=estimate_tokens(text)))

@@ -1,0 +1,221 @@
+"""Provider adapters (anthropic, openai, local, fake) and the one table that registers them."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from synth.conf import Route, key_env
+from synth.llm.base import FatalProviderError, InputError, LLMRequest, Provider, ProviderResponse, TransportError, Usage
+from synth.llm.fake import FakeProvider
+from synth.prompts import render_text
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+
+
+def retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value:
+            try:
+                return float(value) * scale
+            except ValueError:
+                return None
+    return None
+
+
+def _status_error(exc: Exception, provider: str) -> Exception:
+    """Map an SDK status error to our transport (retry) or fatal error; the message never carries a key."""
+    status = getattr(exc, "status_code", None)
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if status in RETRYABLE_STATUS or (status is not None and status >= 500):
+        return TransportError(f"{provider}: HTTP {status}", status=status, retry_after=retry_after(headers))
+    if status in (401, 403):
+        return FatalProviderError(f"{provider}: authentication failed (HTTP {status}); check ${key_env(provider)}")
+    return FatalProviderError(f"{provider}: HTTP {status}: {getattr(exc, 'message', '')[:300]}")
+
+
+class OpenAIProvider:
+    """OpenAI chat completions; with a base URL, any OpenAI-compatible server (vLLM, Ollama, llama.cpp server).
+
+    Structured output tries json_schema first, then json_object (+schema, as llama.cpp accepts), then plain
+    JSON-in-text with the schema in the prompt — whichever the server accepts, remembered per instance."""
+
+    name = "openai"
+    key_env = "OPENAI_API_KEY"
+    MODES = ("json_schema", "json_object", "text")
+
+    def __init__(self, base_url: str | None = None, timeout_s: float = 180.0, **_: Any) -> None:
+        import openai
+
+        self._openai = openai
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key and not base_url:
+            raise InputError("OPENAI_API_KEY is not set (needed by --provider openai without --base-url)")
+        self.client = openai.AsyncOpenAI(api_key=key or "not-needed", base_url=base_url, max_retries=0, timeout=timeout_s)
+        self.mode = 0
+
+    def _body(self, request: LLMRequest, model: str, mode: str) -> dict:
+        messages = list(request.messages)
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "temperature": request.settings.temperature,
+            "max_tokens": request.settings.max_tokens,
+        }
+        if request.settings.top_p is not None:
+            body["top_p"] = request.settings.top_p
+        if mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.json_schema, "strict": False},
+            }
+        elif mode == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        if mode != "json_schema":
+            hint = render_text("llm_json_format.j2", schema=json.dumps(request.json_schema, ensure_ascii=False))
+            messages[-1] = {**messages[-1], "content": messages[-1]["content"] + "\n\n" + hint}
+        return body
+
+    async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
+        openai = self._openai
+        while True:
+            mode = self.MODES[self.mode]
+            try:
+                response = await self.client.chat.completions.create(**self._body(request, model, mode))
+                break
+            except openai.BadRequestError as exc:
+                if self.mode + 1 < len(self.MODES) and _mentions_format(exc):
+                    self.mode += 1  # the server refused this structured-output form: try the next one
+                    continue
+                raise _status_error(exc, self.name) from None
+            except openai.APITimeoutError:
+                raise TransportError("openai: request timed out") from None
+            except openai.APIConnectionError:
+                raise TransportError("openai: connection error") from None
+            except openai.APIStatusError as exc:
+                raise _status_error(exc, self.name) from None
+        if not response.choices:
+            raise TransportError("openai: response without choices")
+        message = response.choices[0].message
+        usage = response.usage
+        cached = 0
+        if usage is not None and getattr(usage, "prompt_tokens_details", None) is not None:
+            cached = usage.prompt_tokens_details.cached_tokens or 0
+        return ProviderResponse(
+            text=message.content or "",
+            usage=Usage(
+                input_tokens=usage.prompt_tokens if usage else 0,
+                output_tokens=usage.completion_tokens if usage else 0,
+                cached_input_tokens=cached,
+            ),
+            refusal=getattr(message, "refusal", None),
+        )
+
+
+def _mentions_format(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in ("response_format", "json_schema", "json_object", "schema", "grammar"))
+
+
+class AnthropicProvider:
+    """Anthropic messages with a forced tool whose input schema is the output schema; the system prefix is
+    marked with cache_control so a persona's repeated context is read from the prompt cache."""
+
+    name = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+
+    def __init__(self, base_url: str | None = None, timeout_s: float = 180.0, **_: Any) -> None:
+        import anthropic
+
+        self._anthropic = anthropic
+        key = os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise InputError("ANTHROPIC_API_KEY is not set (needed by --provider anthropic)")
+        self.client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
+
+    @staticmethod
+    def params(request: LLMRequest, model: str) -> dict:
+        params: dict[str, Any] = {
+            "model": model,
+            "max_tokens": request.settings.max_tokens,
+            "temperature": min(1.0, request.settings.temperature),
+            "messages": request.turns,
+            "tools": [
+                {
+                    "name": request.schema_name,
+                    "description": request.json_schema.get("description", request.schema_name),
+                    "input_schema": request.json_schema,
+                }
+            ],
+            "tool_choice": {"type": "tool", "name": request.schema_name},
+        }
+        if request.system:
+            params["system"] = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]
+        return params
+
+    @staticmethod
+    def parse(message: Any) -> ProviderResponse:
+        text, refusal = "", None
+        for block in message.content:
+            if block.type == "tool_use":
+                text = json.dumps(block.input, ensure_ascii=False)
+                break
+            if block.type == "text":
+                text += block.text
+        if message.stop_reason == "refusal":
+            refusal = text or "refused"
+        u = message.usage
+        read = getattr(u, "cache_read_input_tokens", 0) or 0
+        write = getattr(u, "cache_creation_input_tokens", 0) or 0
+        return ProviderResponse(
+            text=text,
+            usage=Usage(
+                input_tokens=u.input_tokens + read + write,
+                output_tokens=u.output_tokens,
+                cached_input_tokens=read,
+                cache_write_tokens=write,
+            ),
+            refusal=refusal,
+        )
+
+    async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
+        anthropic = self._anthropic
+        try:
+            message = await self.client.messages.create(**self.params(request, model))
+        except anthropic.APITimeoutError:
+            raise TransportError("anthropic: request timed out") from None
+        except anthropic.APIConnectionError:
+            raise TransportError("anthropic: connection error") from None
+        except anthropic.APIStatusError as exc:
+            raise _status_error(exc, self.name) from None
+        return self.parse(message)
+
+
+def _local(route: Route, timeout_s: float, seed: int) -> Provider:
+    try:
+        from synth.llm.local import LocalProvider
+    except ImportError as exc:  # the optional extra is not installed
+        raise InputError(f"--provider local needs the local extra: pip install -e '.[local]' ({exc})") from None
+    return LocalProvider(model=route.model)
+
+
+REGISTRY: dict[str, Callable[[Route, float, int], Provider]] = {
+    "anthropic": lambda route, timeout_s, seed: AnthropicProvider(base_url=route.base_url, timeout_s=timeout_s),
+    "openai": lambda route, timeout_s, seed: OpenAIProvider(base_url=route.base_url, timeout_s=timeout_s),
+    "local": _local,
+    "fake": lambda route, timeout_s, seed: FakeProvider(seed=seed),
+}
+
+
+def provider_factory(timeout_s: float = 180.0, seed: int = 0) -> Callable[[Route], Provider]:
+    def make(route: Route) -> Provider:
+        return REGISTRY[route.provider](route, timeout_s, seed)
+
+    return make

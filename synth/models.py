@@ -1,0 +1,273 @@
+"""The records of the output layout (DESIGN.md), as pydantic models with extra fields forbidden."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Dimension = Literal["experience", "emotion", "opinion"]
+EvidenceKind = Literal["fact", "emotion", "opinion"]
+QuestionType = Literal[
+    "factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "unanswerable"
+]
+QUESTION_TYPES: tuple[str, ...] = QuestionType.__args__  # type: ignore[attr-defined]
+DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]
+CHOICE_IDS = ("A", "B", "C", "D", "E")
+CANNOT_DETERMINE = {
+    "en": "Cannot be determined based on available information",
+    "zh": "根据现有信息无法确定",
+}
+
+_NAMESPACE = uuid.UUID("6f1c2d1e-7a53-4c5e-9b1e-2f0d1c0a5e77")
+
+
+def mint_id(parent: str, kind: str, *position: object) -> str:
+    """Deterministic id from the parent id, the record kind and its position: a re-run mints the same ids."""
+    return str(uuid.uuid5(_NAMESPACE, "/".join([parent, kind, *map(str, position)])))
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    persona_id: str
+
+
+class Relation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    relation: str  # how they relate to the persona: mother, partner, colleague, friend ...
+    description: str
+
+
+class BigFive(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    openness: float = Field(ge=0, le=1)
+    conscientiousness: float = Field(ge=0, le=1)
+    extraversion: float = Field(ge=0, le=1)
+    agreeableness: float = Field(ge=0, le=1)
+    neuroticism: float = Field(ge=0, le=1)
+
+
+class Persona(Record):
+    language: Literal["en", "zh"]
+    big_five: BigFive
+    start: dt.date
+    end: dt.date
+    scale: str
+    name: str
+    age: int
+    gender: str
+    personality: str
+    family_history: str
+    education: str
+    occupation: str
+    concerns: list[str]
+    interests: list[str]
+    backstory: str
+    relations: list[Relation]
+
+
+class EventSeed(Record):
+    name: str
+    title: str
+    description: str
+    origin: Literal["predefined", "added"]
+
+
+class AnchorState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    description: str
+    trigger: str
+    cues: list[str]
+
+
+class LifeArc(Record):
+    dimension: Dimension
+    title: str
+    description: str
+    anchor_states: list[AnchorState]
+    seed_ids: list[str] = []
+
+
+class ArcState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    arc_id: str
+    anchor_index: int = Field(ge=0)
+
+
+class MajorEvent(Record):
+    index: int
+    title: str
+    description: str
+    start: dt.date
+    end: dt.date
+    arc_states: list[ArcState]
+    seed_id: str | None = None
+
+
+class Snapshot(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    energy: int = Field(ge=0, le=10)
+    stress: int = Field(ge=0, le=10)
+    dominant_emotion: str
+    focus: str
+    arc_status: dict[str, str]
+
+
+class Phase(Record):
+    major_event_id: str
+    index: int
+    title: str
+    description: str
+    start: dt.date
+    end: dt.date
+    snapshot_before: Snapshot
+    snapshot_after: Snapshot
+
+
+class Event(Record):
+    phase_id: str
+    time: dt.datetime
+    title: str
+    description: str
+    location: str
+    participant_ids: list[str]
+
+
+class Evidence(Record):
+    event_id: str
+    kind: EvidenceKind
+    statement: str
+    arc_ids: list[str]
+
+
+class Trace(Record):
+    event_id: str
+    evidence_ids: list[str]
+    medium: str
+    time: dt.datetime
+    intent: str
+    audience: str
+    content: str
+    tokens: int = 0
+
+
+class EvidenceRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    statement: str
+    evidence_id: str
+    digital_trace_ids: list[str]
+
+
+class QA(Record):
+    question_type: QuestionType
+    dimension: Dimension
+    arc_id: str
+    question_time: dt.datetime
+    question: str
+    answer: str
+    evidence: list[EvidenceRef]
+    digital_trace_ids: list[str]
+    window_end: dt.date
+    temporal_scope: str = ""
+    outline: str = ""
+
+
+class Choice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: Literal["A", "B", "C", "D", "E"]
+    text: str
+
+
+class RefinementRound(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    round: int
+    too_easy: bool
+    reason: str
+    validator_choice: str
+
+
+class MCQ(QA):
+    choices: list[Choice]
+    correct_choice_id: Literal["A", "B", "C", "D", "E"]
+    refinement: list[RefinementRound] = []
+
+
+class FilterVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    filter: str
+    passed: bool
+    reason: str = ""
+
+
+class FinalItem(MCQ):
+    blind_choice: str = ""
+    blind_confidence: float = 0.0
+    verdicts: list[FilterVerdict] = []
+
+
+class Rejected(FinalItem):
+    filter: str
+    reason: str
+
+
+class StageManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str
+    persona_id: str
+    status: Literal["complete", "failed", "budget"]
+    signature: str
+    input_hashes: dict[str, str]
+    template_hashes: dict[str, str]
+    settings: dict
+    provider: str
+    model: str
+    records: dict[str, int]
+    requests: int
+    cache_hits: int
+    provider_calls: int
+    repairs: int
+    retries: int
+    failures: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    cache_saving_usd: float
+    cost_usd: float
+    started_at: str
+    finished_at: str
+    wall_s: float
+    trace_tokens: int | None = None
+
+
+# File name → record model: the output layout of one persona directory.
+FILES: dict[str, type[Record]] = {
+    "persona.jsonl": Persona,
+    "seeds.jsonl": EventSeed,
+    "arcs.jsonl": LifeArc,
+    "major_events.jsonl": MajorEvent,
+    "phases.jsonl": Phase,
+    "events.jsonl": Event,
+    "evidence.jsonl": Evidence,
+    "traces.jsonl": Trace,
+    "qa.jsonl": QA,
+    "mcq.jsonl": MCQ,
+    "final.jsonl": FinalItem,
+    "rejected.jsonl": Rejected,
+}

@@ -1,0 +1,217 @@
+"""Running the pipeline over a dataset directory: setup, the one-writer lock, stale-stage selection, progress."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from synth import conf
+from synth.jsonl import write_json_atomic
+from synth.llm.base import BudgetExceeded, InputError, SynthError
+from synth.llm.cache import ResponseCache
+from synth.llm.client import LLM, CallStats
+from synth.llm.limits import Budget
+from synth.llm.providers import provider_factory
+from synth.personas import PersonaSeed, load_personas
+from synth.runner import RunOptions, StageFailed, persona_dir, run_stage, stage_status, stages
+
+console = Console(stderr=True)
+
+
+class RunProgress:
+    """Rich progress: one bar per persona and stage, with calls, tokens and cost as they happen."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.progress = Progress(
+            TextColumn("{task.fields[label]}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[calls]}"), TimeElapsedColumn(), console=console, disable=not enabled,
+            refresh_per_second=4,
+        )
+        self.stats: dict[int, CallStats] = {}
+
+    def __enter__(self) -> "RunProgress":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def add(self, persona: str, stage: str, stats: CallStats) -> int:
+        task = self.progress.add_task("", total=None, label=f"{persona}/{stage}", calls="")
+        self.stats[task] = stats
+        stats.on_change = lambda: self._refresh(task)
+        return task
+
+    def _refresh(self, task: int) -> None:
+        s = self.stats[task]
+        self.progress.update(task, calls=f"calls {s.provider_calls} cached {s.cache_hits} tok {s.tokens:,} ${s.cost_usd:.4f}")
+
+    def advance(self, task: int, total: int) -> None:
+        self.progress.update(task, total=total, advance=1)
+
+    def finish(self, task: int) -> None:
+        self._refresh(task)
+        t = self.progress.tasks[[x.id for x in self.progress.tasks].index(task)]
+        self.progress.update(task, total=t.completed or 1, completed=t.completed or 1)
+
+
+class DatasetLock:
+    """One writer per dataset directory: a lock file with the owner's pid; a dead owner's lock is taken over."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / ".lock"
+
+    def __enter__(self) -> "DatasetLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                owner = self._owner()
+                if owner is not None and _alive(owner):
+                    raise InputError(
+                        f"{self.path.parent}: another synth run (pid {owner}) is writing this dataset; "
+                        "wait for it or choose another --out"
+                    ) from None
+                self.path.unlink(missing_ok=True)  # stale: its process is gone
+                continue
+            with os.fdopen(fd, "w") as handle:
+                handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+            return self
+        raise InputError(f"{self.path}: could not take the dataset lock")
+
+    def _owner(self) -> int | None:
+        try:
+            data = json.loads(self.path.read_text())
+            return int(data["pid"]) if data.get("host") == socket.gethostname() else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def __exit__(self, *exc) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class Session:
+    """Everything a command needs for one dataset: options, selected personas, per-persona configs, the client."""
+
+    options: RunOptions
+    seeds: list[PersonaSeed]
+    configs: dict[str, dict]
+    llm: LLM
+    cache: ResponseCache
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+def select_personas(paths: list[Path], only: list[str], config: dict) -> list[PersonaSeed]:
+    seeds = load_personas(paths)
+    if only:
+        known = {s.id for s in seeds}
+        missing = [p for p in only if p not in known]
+        if missing:
+            raise InputError(f"--persona: no persona with id '{missing[0]}' in {', '.join(map(str, paths))}")
+        seeds = [s for s in seeds if s.id in only]
+    limit = int(config.get("personas", 0))
+    return seeds[:limit] if limit else seeds
+
+
+def open_session(out: Path, personas: list[Path], only: list[str], preset: str, provider: str, model: str | None,
+                 base_url: str | None, concurrency: int | None, budget_usd: float | None, max_tokens: int | None,
+                 config_file: Path | None, force: bool = False, seed: int = 0,
+                 write_dataset_json: bool = True) -> Session:
+    config = conf.preset_config(preset, config_file)
+    if concurrency:
+        config["concurrency"] = concurrency
+    route = conf.resolve_route(provider, model, base_url)
+    seeds = select_personas(personas, only, config)
+    configs = {s.id: conf.persona_config(config, s.scale) for s in seeds}
+    options = RunOptions(out=out, config=config, route=route, force=force, seed=seed)
+    # Construct the default provider now: a missing key is one clear line before anything is written.
+    factory = provider_factory(timeout_s=float(config["timeout_s"]), seed=seed)
+    first_provider = factory(route)
+    cache = ResponseCache(out / "cache.sqlite")
+    llm = LLM(
+        providers=lambda r: first_provider if (r.provider, r.base_url) == (route.provider, route.base_url) else factory(r),
+        cache=cache,
+        budget=Budget(max_usd=budget_usd, max_tokens=max_tokens),
+        concurrency=int(config["concurrency"]),
+        max_repairs=int(config["max_repairs"]),
+        max_attempts=int(config["max_attempts"]),
+        timeout_s=float(config["timeout_s"]),
+    )
+    if write_dataset_json:
+        write_json_atomic(out / "dataset.json", {
+            "preset": preset, "provider": route.provider, "model": route.model, "base_url": route.base_url,
+            "personas": [s.id for s in seeds], "config": {k: v for k, v in config.items() if not k.startswith("_")},
+            "scale_overrides": config.get("_scale", {}),
+        })
+    return Session(options=options, seeds=seeds, configs=configs, llm=llm, cache=cache)
+
+
+async def run_persona(session: Session, seed: PersonaSeed, names: list[str], progress: RunProgress | None,
+                      force: bool, only_stale: bool) -> list[str]:
+    """Run the named stages in order for one persona; returns what ran. Stops at the first failing stage."""
+    ran = []
+    config = session.configs[seed.id]
+    directory = persona_dir(session.options.out, seed)
+    for name in names:
+        stage = stages()[name]
+        if only_stale and not force:
+            status = stage_status(stage, seed, directory, config, session.options.route)
+            if status == "fresh":
+                continue
+        await run_stage(stage, seed, session.options, session.llm, config, progress,
+                        warn=lambda msg: console.print(f"[yellow]{msg}[/]"))
+        ran.append(name)
+    return ran
+
+
+async def run_stages(session: Session, names: list[str], force: bool = False, only_stale: bool = True,
+                     show_progress: bool = True) -> dict[str, list[str]]:
+    """Personas run concurrently (sharing the client's concurrency limit); stages run in order within each."""
+    errors: list[SynthError] = []
+    results: dict[str, list[str]] = {}
+    with RunProgress(enabled=show_progress and sys.stderr.isatty()) as progress:
+
+        async def one(seed: PersonaSeed) -> None:
+            try:
+                results[seed.id] = await run_persona(session, seed, names, progress, force, only_stale)
+            except (StageFailed, BudgetExceeded) as exc:
+                errors.append(exc)
+
+        async with asyncio.TaskGroup() as group:
+            for seed in session.seeds:
+                group.create_task(one(seed))
+    if errors:
+        budget = [e for e in errors if isinstance(e, BudgetExceeded)]
+        raise (budget or errors)[0] if len(errors) == 1 else type((budget or errors)[0])(
+            "; ".join(str(e) for e in errors)
+        )
+    return results
+
+
+@contextlib.contextmanager
+def locked(out: Path):
+    with DatasetLock(out):
+        yield

@@ -1,0 +1,93 @@
+"""Prompt templates: one Jinja file per LLM task in prompts/, rendered strictly into chat messages."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+from synth.llm.base import InputError
+
+# A template's text before this marker is the stable, cacheable system prefix; after it, the task.
+SPLIT = "=== TASK ==="
+
+
+def prompts_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "prompts", here / "_prompts"):
+        if candidate.is_dir():
+            return candidate
+    raise InputError("prompts/: the prompt templates directory is missing")
+
+
+@lru_cache(maxsize=4)
+def environment(root: str) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(root),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def _env() -> jinja2.Environment:
+    return environment(str(prompts_dir()))
+
+
+def template_source_hash(name: str) -> str:
+    """Hash of a template and every template it includes or imports, so editing a shared piece makes it stale."""
+    root = prompts_dir()
+    seen: set[str] = set()
+    pending = [name]
+    digest = hashlib.sha256()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        path = root / current
+        if not path.is_file():
+            raise InputError(f"prompts/{current}: template not found")
+        text = path.read_text(encoding="utf-8")
+        digest.update(current.encode() + b"\0" + text.encode("utf-8") + b"\0")
+        pending.extend(re.findall(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]", text))
+    return "sha256:" + digest.hexdigest()
+
+
+def render_text(name: str, **variables) -> str:
+    try:
+        return _env().get_template(name).render(**variables).strip()
+    except jinja2.TemplateSyntaxError as exc:
+        raise InputError(f"prompts/{exc.name or name}: line {exc.lineno}: template syntax error: {exc.message}") from None
+    except jinja2.UndefinedError as exc:
+        raise InputError(f"prompts/{name}: undefined variable ({exc.message})") from None
+    except jinja2.TemplateNotFound as exc:
+        raise InputError(f"prompts/{exc.name}: template not found") from None
+
+
+def render(name: str, **variables) -> list[dict[str, str]]:
+    """Render a task template into messages: [system prefix, user task] or [user task]."""
+    text = render_text(name, **variables)
+    if SPLIT in text:
+        system, task = text.split(SPLIT, 1)
+        return [{"role": "system", "content": system.strip()}, {"role": "user", "content": task.strip()}]
+    return [{"role": "user", "content": text}]
+
+
+def check_templates(names: list[str], sample_variables: dict | None = None) -> None:
+    """Parse every named template (syntax errors surface before the first model call)."""
+    env = _env()
+    for name in names:
+        try:
+            env.get_template(name)
+        except jinja2.TemplateSyntaxError as exc:
+            raise InputError(
+                f"prompts/{exc.name or name}: line {exc.lineno}: template syntax error: {exc.message}"
+            ) from None
+        except jinja2.TemplateNotFound as exc:
+            raise InputError(f"prompts/{exc.name}: template not found") from None

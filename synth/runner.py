@@ -1,0 +1,312 @@
+"""The stage runner: a registry of stages, per-persona manifests and staleness, journaled units, atomic outputs."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from synth import conf
+from synth.conf import Route
+from synth.jsonl import Journal, iter_records, read_records, write_atomic, write_json_atomic
+from synth.llm.base import BudgetExceeded, GenerationFailed, InputError, LLMRequest, Settings, SynthError
+from synth.llm.cache import content_hash
+from synth.llm.client import LLM, CallStats
+from synth.models import FILES, StageManifest
+from synth.personas import PersonaSeed, seed_hash
+from synth.prompts import render, template_source_hash
+
+M = TypeVar("M", bound=BaseModel)
+Records = dict[str, list[BaseModel]]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the pipeline: which files it reads and writes, which templates and model tasks it uses."""
+
+    name: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    templates: tuple[str, ...]
+    tasks: tuple[str, ...]
+    body: Callable[["StageContext"], Awaitable[dict[str, list] | None]]
+    help: str = ""
+
+
+class StageFailed(SynthError):
+    """Some units of a stage found no valid answer; what finished is kept and the next run retries the rest."""
+
+
+@lru_cache(maxsize=None)
+def schema_of(model: type[BaseModel]) -> dict:
+    return model.model_json_schema()
+
+
+def file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+@dataclass
+class RunOptions:
+    out: Path
+    config: dict  # the preset config (before per-persona scale overrides)
+    route: Route  # the default provider/model
+    force: bool = False
+    seed: int = 0
+
+
+class StageContext:
+    """What a stage body sees: its persona, settings, upstream records, the model client and the unit journal."""
+
+    def __init__(self, stage: Stage, seed: PersonaSeed, directory: Path, config: dict, llm: LLM,
+                 routes: dict[str, Route], stats: CallStats, journal: Journal, on_unit: Callable[[], None]):
+        self.stage = stage
+        self.seed = seed
+        self.dir = directory
+        self.config = config
+        self.section: dict = config.get(stage.name, {})
+        self.language = seed.language
+        self.llm = llm
+        self.routes = routes
+        self.stats = stats
+        self.journal = journal
+        self.unit_keys: list[str] = []
+        self.failures: list[tuple[str, str]] = []
+        self.budget_error: BudgetExceeded | None = None
+        self.total_units = 0
+        self._on_unit = on_unit
+        self._cache: dict[str, list] = {}
+
+    # ---- reading upstream
+    def read(self, name: str) -> list:
+        if name not in self._cache:
+            self._cache[name] = read_records(self.dir / name, FILES[name])
+        return self._cache[name]
+
+    # ---- asking the model
+    async def ask(self, task: str, template: str, variables: dict, model: type[M], *,
+                  check: Callable[[M], None] | None = None, sample: int = 0, max_tokens: int | None = None) -> M:
+        messages = render(template, language=self.language, **variables)
+        settings = Settings(
+            temperature=float(self.config.get("temperature", 0.8)),
+            max_tokens=int(max_tokens or self.config.get("max_tokens", 4096)),
+        )
+        request = LLMRequest(task=task, messages=messages, json_schema=schema_of(model), settings=settings,
+                             sample=sample, schema_name=task)
+        return await self.llm.generate(self.routes[task], request, model, self.stats, check, self.language)
+
+    # ---- units of work
+    def done(self, key: str) -> dict[str, list[dict]] | None:
+        return self.journal.done.get(key)
+
+    async def _one(self, key: str, work: Callable[[], Awaitable[Records]]) -> bool:
+        try:
+            records = await work()
+        except GenerationFailed as exc:
+            self.journal.fail(key, str(exc))
+            self.failures.append((key, str(exc)))
+            return False
+        except BudgetExceeded as exc:
+            self.budget_error = self.budget_error or exc
+            return False
+        self.journal.record(key, records)
+        self._on_unit()
+        return True
+
+    async def units(self, work: list[tuple[str, Callable[[], Awaitable[Records]]]], sequential: bool = False) -> None:
+        """Run units not yet in the journal (concurrently unless `sequential`); each is journaled as it finishes.
+        A sequential chain stops at its first failure: later links need the earlier ones."""
+        self.unit_keys.extend(key for key, _ in work)
+        self.total_units += len(work)
+        pending = [(key, fn) for key, fn in work if key not in self.journal.done]
+        for _ in range(len(work) - len(pending)):
+            self._on_unit()
+        if sequential:
+            for key, fn in pending:
+                if not await self._one(key, fn):
+                    break
+            return
+        async with asyncio.TaskGroup() as group:
+            for key, fn in pending:
+                group.create_task(self._one(key, fn))
+
+    def collected(self) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {name: [] for name in self.stage.writes}
+        for key in self.unit_keys:
+            for name, records in self.journal.done.get(key, {}).items():
+                out.setdefault(name, []).extend(records)
+        return out
+
+
+# ------------------------------------------------------------------------------------------------ registry
+
+def stages() -> dict[str, Stage]:
+    from synth.stages import STAGES
+
+    return STAGES
+
+
+def stage_order() -> list[str]:
+    return list(stages())
+
+
+def producer_of(filename: str) -> str:
+    for stage in stages().values():
+        if filename in stage.writes:
+            return stage.name
+    raise KeyError(filename)
+
+
+def routes_for(stage: Stage, config: dict, default: Route) -> dict[str, Route]:
+    table = config.get("routes", {})
+    out = {}
+    for task in stage.tasks:
+        spec = table.get(task) or table.get(stage.name)
+        out[task] = conf.parse_route_spec(spec, default) if spec else default
+    return out
+
+
+def persona_dir(out: Path, seed: PersonaSeed) -> Path:
+    return out / seed.id
+
+
+def signature_parts(stage: Stage, seed: PersonaSeed, directory: Path, config: dict, routes: dict[str, Route]) -> dict | None:
+    """Everything the stage's output depends on; None when an input file is missing."""
+    inputs: dict[str, str] = {}
+    if not stage.reads:
+        inputs["persona_seed"] = seed_hash(seed)
+    for name in stage.reads:
+        path = directory / name
+        if not path.is_file():
+            return None
+        inputs[name] = file_hash(path)
+    templates = {name: template_source_hash(name) for name in stage.templates}
+    settings = {
+        "routes": {task: r.spec for task, r in sorted(routes.items())},
+        "section": config.get(stage.name, {}),
+        "timeline_days": config.get("timeline_days", 0),
+        "temperature": config.get("temperature"),
+        "max_tokens": config.get("max_tokens"),
+    }
+    if stage.name in ("arcs",):
+        settings["event_seeds"] = file_hash(conf.CONFIG_DIR / "event_seeds.toml")
+    return {"inputs": inputs, "templates": templates, "settings": settings}
+
+
+def manifest_path(directory: Path, stage: str) -> Path:
+    return directory / "manifests" / f"{stage}.json"
+
+
+def load_manifest(directory: Path, stage: str) -> StageManifest | None:
+    path = manifest_path(directory, stage)
+    if not path.is_file():
+        return None
+    try:
+        return StageManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+
+
+def stage_status(stage: Stage, seed: PersonaSeed, directory: Path, config: dict, default: Route) -> str:
+    """fresh / stale / missing / failed for one persona and stage."""
+    manifest = load_manifest(directory, stage.name)
+    if manifest is None:
+        return "missing"
+    if manifest.status != "complete":
+        return manifest.status if manifest.status == "failed" else "stale"
+    if any(not (directory / name).is_file() for name in stage.writes):
+        return "missing"
+    parts = signature_parts(stage, seed, directory, config, routes_for(stage, config, default))
+    if parts is None or content_hash(parts) != manifest.signature:
+        return "stale"
+    return "fresh"
+
+
+def check_inputs(stage: Stage, directory: Path) -> None:
+    for name in stage.reads:
+        if not (directory / name).is_file():
+            raise InputError(f"{directory / name}: missing — run `synth {producer_of(name)}` first")
+
+
+def validate_inputs(stage: Stage, directory: Path) -> None:
+    """Read every input once so a hand-edited broken line is one clear error before any model call."""
+    for name in stage.reads:
+        for _ in iter_records(directory / name, FILES[name]):
+            pass
+
+
+async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: LLM, config: dict,
+                    progress: Any = None, warn=print) -> StageManifest:
+    directory = persona_dir(options.out, seed)
+    check_inputs(stage, directory)
+    validate_inputs(stage, directory)
+    routes = routes_for(stage, config, options.route)
+    parts = signature_parts(stage, seed, directory, config, routes)
+    assert parts is not None
+    signature = content_hash(parts)
+    journal = Journal(directory / ".work" / f"{stage.name}.journal.jsonl", signature, warn=warn)
+    stats = CallStats()
+    task = progress.add(seed.id, stage.name, stats) if progress else None
+    ctx = StageContext(stage, seed, directory, config, llm, routes, stats, journal,
+                       on_unit=(lambda: progress.advance(task, ctx.total_units)) if progress else (lambda: None))
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = time.perf_counter()
+    try:
+        produced = await stage.body(ctx)
+    finally:
+        journal.close()
+        if progress:
+            progress.finish(task)
+    failures_path = directory / "failures" / f"{stage.name}.jsonl"
+    base = dict(
+        stage=stage.name, persona_id=seed.id, signature=signature, input_hashes=parts["inputs"],
+        template_hashes=parts["templates"], settings=parts["settings"],
+        provider=",".join(sorted({r.provider for r in routes.values()})) or options.route.provider,
+        model=",".join(sorted({r.model for r in routes.values()})) or options.route.model,
+        requests=stats.requests, cache_hits=stats.cache_hits, provider_calls=stats.provider_calls,
+        repairs=stats.repairs, retries=stats.retries, failures=len(ctx.failures),
+        input_tokens=stats.usage.input_tokens, output_tokens=stats.usage.output_tokens,
+        cached_input_tokens=stats.usage.cached_input_tokens, cache_saving_usd=round(stats.cache_saving_usd, 6),
+        cost_usd=round(stats.cost_usd, 6), started_at=started.isoformat(),
+        finished_at=dt.datetime.now(dt.timezone.utc).isoformat(), wall_s=round(time.perf_counter() - t0, 3),
+    )
+    if ctx.budget_error is not None:
+        manifest = StageManifest(status="budget", records={}, **base)
+        write_json_atomic(manifest_path(directory, stage.name), manifest.model_dump(mode="json"))
+        raise BudgetExceeded(
+            f"{seed.id}/{stage.name}: stopped by the budget after {len(journal.done)} of {ctx.total_units} units "
+            f"({ctx.budget_error}); everything finished is kept — raise the budget and run again to resume"
+        )
+    if ctx.failures:
+        write_atomic(failures_path, [{"stage": stage.name, "unit": k, "reason": r} for k, r in ctx.failures])
+        manifest = StageManifest(status="failed", records={}, **base)
+        write_json_atomic(manifest_path(directory, stage.name), manifest.model_dump(mode="json"))
+        raise StageFailed(
+            f"{seed.id}/{stage.name}: {len(ctx.failures)} failed of {ctx.total_units} units "
+            f"(reasons in {failures_path}); run again to retry only those"
+        )
+    outputs = produced if produced is not None else ctx.collected()
+    counts = {}
+    trace_tokens = None
+    for name in stage.writes:
+        records = outputs.get(name, [])
+        counts[name] = write_atomic(directory / name, records)
+        if name == "traces.jsonl":
+            trace_tokens = sum(int(r["tokens"] if isinstance(r, dict) else r.tokens) for r in records)
+    manifest = StageManifest(status="complete", records=counts, trace_tokens=trace_tokens, **base)
+    write_json_atomic(manifest_path(directory, stage.name), manifest.model_dump(mode="json"))
+    journal.path.unlink(missing_ok=True)
+    failures_path.unlink(missing_ok=True)
+    return manifest
