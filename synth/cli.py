@@ -42,13 +42,25 @@ ConfigFile = Annotated[Optional[Path], typer.Option("--config", help="TOML overr
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the fake provider.")]
 
 
+def first_error(group: BaseExceptionGroup) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            exc = first_error(exc)
+        if isinstance(exc, (SynthError, KeyboardInterrupt)):
+            return exc
+    return group.exceptions[0]
+
+
 def guarded(fn):
     """The one error boundary: domain errors become one line on stderr and an exit code, never a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except BaseExceptionGroup as group:  # from asyncio task groups: report the first domain error
+                raise first_error(group) from None
         except typer.Exit:
             raise
         except SynthError as exc:
@@ -99,11 +111,15 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
 
     preset = _preset(preset, provider)
     target = _out(out, preset)
-    # Validate everything cheap before the lock and before any file is written.
-    conf.preset_config(preset, config)
-    from synth.personas import load_personas
+    # Validate everything cheap before the lock and before any file is written: config, personas, the
+    # provider/model pair and its key.
+    from synth.llm.providers import provider_factory
+    from synth.pipeline import select_personas
 
-    load_personas(_personas(personas))
+    preset_cfg = conf.preset_config(preset, config)
+    select_personas(_personas(personas), persona or [], preset_cfg)
+    name, _ = conf.choose_provider(provider)
+    provider_factory(float(preset_cfg["timeout_s"]))(conf.resolve_route(name, model, base_url))
     with locked(target):
         session = _session(out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
                            max_tokens, config, force, seed)

@@ -197,17 +197,18 @@ async def run_stages(session: Session, names: list[str], force: bool = False, on
         async def one(seed: PersonaSeed) -> None:
             try:
                 results[seed.id] = await run_persona(session, seed, names, progress, force, only_stale)
-            except (StageFailed, BudgetExceeded) as exc:
+            except SynthError as exc:  # one persona's failure does not stop the others
                 errors.append(exc)
 
         async with asyncio.TaskGroup() as group:
             for seed in session.seeds:
                 group.create_task(one(seed))
     if errors:
-        budget = [e for e in errors if isinstance(e, BudgetExceeded)]
-        raise (budget or errors)[0] if len(errors) == 1 else type((budget or errors)[0])(
-            "; ".join(str(e) for e in errors)
-        )
+        first = next((e for e in errors if isinstance(e, BudgetExceeded)), errors[0])
+        if len(errors) == 1:
+            raise first
+        combined = type(first)("; ".join(str(e) for e in errors))
+        raise combined
     return results
 
 

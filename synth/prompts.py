@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +17,12 @@ SPLIT = "=== TASK ==="
 
 
 def prompts_dir() -> Path:
+    """The templates folder: $SYNTH_PROMPTS_DIR if set (to try edited prompts), else the repository's prompts/."""
+    override = os.environ.get("SYNTH_PROMPTS_DIR")
+    if override:
+        if not Path(override).is_dir():
+            raise InputError(f"SYNTH_PROMPTS_DIR: {override}: not a directory")
+        return Path(override)
     here = Path(__file__).resolve().parent
     for candidate in (here.parent / "prompts", here / "_prompts"):
         if candidate.is_dir():

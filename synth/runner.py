@@ -105,6 +105,8 @@ class StageContext:
         )
         request = LLMRequest(task=task, messages=messages, json_schema=schema_of(model), settings=settings,
                              sample=sample, schema_name=task)
+        if task not in self.routes:
+            raise KeyError(f"stage {self.stage.name}: task '{task}' is not declared in STAGE.tasks")
         return await self.llm.generate(self.routes[task], request, model, self.stats, check, self.language)
 
     # ---- units of work
@@ -138,9 +140,12 @@ class StageContext:
                 if not await self._one(key, fn):
                     break
             return
-        async with asyncio.TaskGroup() as group:
-            for key, fn in pending:
-                group.create_task(self._one(key, fn))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for key, fn in pending:
+                    group.create_task(self._one(key, fn))
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
 
     def collected(self) -> dict[str, list[dict]]:
         out: dict[str, list[dict]] = {name: [] for name in self.stage.writes}

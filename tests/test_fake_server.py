@@ -37,11 +37,11 @@ def server():
         yield srv
 
 
-def _openai(url: str, **kw) -> "openai.OpenAI":
+def _openai(url: str, **kw) -> openai.OpenAI:
     return openai.OpenAI(base_url=url, api_key="test", max_retries=0, **kw)
 
 
-def _anthropic(url: str, **kw) -> "anthropic.Anthropic":
+def _anthropic(url: str, **kw) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=url, api_key="test", max_retries=0, **kw)
 
 
@@ -101,7 +101,7 @@ def test_anthropic_tool_answer_validates_and_is_deterministic(server):
 def test_anthropic_prompt_cache_usage(server):
     client = _anthropic(server.anthropic_base_url)
     system = [{"type": "text", "text": "A long stable persona profile. " * 40, "cache_control": {"type": "ephemeral"}}]
-    kw = dict(model="c", max_tokens=64, system=system, messages=[{"role": "user", "content": "hi"}])
+    kw = {"model": "c", "max_tokens": 64, "system": system, "messages": [{"role": "user", "content": "hi"}]}
     written, read = client.messages.create(**kw).usage, client.messages.create(**kw).usage
     assert written.cache_creation_input_tokens > 0 and written.cache_read_input_tokens == 0
     assert read.cache_read_input_tokens == written.cache_creation_input_tokens and read.cache_creation_input_tokens == 0
@@ -126,9 +126,9 @@ def test_anthropic_prompt_cache_usage(server):
 def test_transport_faults_surface_as_sdk_errors(kind, openai_error, anthropic_error):
     with FakeServer(fault_rate=1.0, faults=kind) as srv:
         with pytest.raises(getattr(openai, openai_error)) as caught:
-            _chat(_openai(srv.openai_base_url))
+            _chat(_openai(srv.openai_base_url, timeout=5))
         with pytest.raises(getattr(anthropic, anthropic_error)) as caught_a:
-            _message(_anthropic(srv.anthropic_base_url))
+            _message(_anthropic(srv.anthropic_base_url, timeout=5))
         assert srv.stats()["faults"] == 2
     for exc in (caught.value, caught_a.value):
         if kind == "drop":
@@ -164,6 +164,14 @@ def test_fault_counts_are_reproducible_and_spare_control_endpoints():
 
     first, second = run(), run()
     assert first == second and 0 < first["faults"] < 20 and first["requests"] == 20
+
+
+def test_faults_spare_polling_and_control_endpoints():
+    with FakeServer(fault_rate=1.0, faults="500") as srv:
+        assert [m.id for m in _openai(srv.openai_base_url).models.list()] == ["fake"]
+        with urllib.request.urlopen(srv.url + "/_stats") as reply:
+            assert json.load(reply) == {"requests": 1, "by_path": {"/v1/models": 1}, "faults": 0,
+                                        "bad_bodies": 0, "by_fault": {}}
 
 
 @pytest.mark.parametrize("kind", BAD_BODY_KINDS)

@@ -142,10 +142,10 @@ class AnthropicProvider:
 
     @staticmethod
     def params(request: LLMRequest, model: str) -> dict:
+        # No temperature: the current Messages API (SDK 2.x) takes none; sampling is the model's default.
         params: dict[str, Any] = {
             "model": model,
             "max_tokens": request.settings.max_tokens,
-            "temperature": min(1.0, request.settings.temperature),
             "messages": request.turns,
             "tools": [
                 {

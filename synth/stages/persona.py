@@ -1,20 +1,104 @@
-"""Stage `persona` (not built yet)."""
+"""Stage `persona`: enrich a Big Five seed into a profile with persistent social relations (CloneMem stage I)."""
 
 from __future__ import annotations
 
-from synth.llm.base import SynthError
+import datetime as dt
+from functools import lru_cache
+
+from pydantic import BaseModel, Field, create_model
+
+from synth.models import BigFive, Persona, Relation, mint_id
+from synth.personas import PersonaSeed
 from synth.runner import Stage, StageContext
 
 
+class RelationDraft(BaseModel):
+    name: str
+    relation: str
+    description: str
+
+
+@lru_cache(maxsize=None)
+def persona_answer(min_relations: int) -> type[BaseModel]:
+    """The enrichment answer; the relations count is bounded so the minimum always holds."""
+    return create_model(
+        "PersonaEnrichment",
+        name=(str, ...),
+        age=(int, Field(ge=16, le=90)),
+        gender=(str, ...),
+        personality=(str, ...),
+        family_history=(str, ...),
+        education=(str, ...),
+        occupation=(str, ...),
+        concerns=(list[str], Field(min_length=2, max_length=5)),
+        interests=(list[str], Field(min_length=2, max_length=5)),
+        backstory=(str, ...),
+        relations=(list[RelationDraft], Field(min_length=min_relations, max_length=min_relations + 3)),
+    )
+
+
+def timeline(seed: PersonaSeed, config: dict) -> tuple[dt.date, dt.date]:
+    """The persona's timeline, both ends inclusive; `timeline_days` > 0 overrides the seed's length."""
+    days = int(config.get("timeline_days", 0) or 0)
+    if days > 0:
+        return seed.start, seed.start + dt.timedelta(days=days - 1)
+    return seed.start, seed.end
+
+
+def unique_labels(names: list[str]) -> list[str]:
+    """Names made unique (a repeated one gets ' (2)', ' (3)' …) so an enum of them maps back to one item."""
+    out: list[str] = []
+    for name in names:
+        label, n = name.strip() or "?", 1
+        while label in out:
+            n += 1
+            label = f"{name.strip() or '?'} ({n})"
+        out.append(label)
+    return out
+
+
+def relation_labels(persona: Persona) -> dict[str, str]:
+    """Label → relation id: what an enum of participants offers and how an answer maps back."""
+    return dict(zip(unique_labels([r.name for r in persona.relations]), (r.id for r in persona.relations)))
+
+
+def build_persona(seed: PersonaSeed, config: dict, answer: BaseModel) -> Persona:
+    start, end = timeline(seed, config)
+    names = unique_labels([r.name for r in answer.relations])
+    relations = [
+        Relation(id=mint_id(seed.id, "relation", i), name=name, relation=r.relation.strip(),
+                 description=r.description.strip())
+        for i, (name, r) in enumerate(zip(names, answer.relations))
+    ]
+    return Persona(
+        id=seed.id, persona_id=seed.id, language=seed.language, big_five=BigFive(**seed.big_five.model_dump()),
+        start=start, end=end, scale=seed.scale, name=answer.name.strip(), age=answer.age,
+        gender=answer.gender.strip(), personality=answer.personality, family_history=answer.family_history,
+        education=answer.education, occupation=answer.occupation, concerns=list(answer.concerns),
+        interests=list(answer.interests), backstory=answer.backstory, relations=relations,
+    )
+
+
 async def run(ctx: StageContext) -> None:
-    raise SynthError("stage `persona` is not built yet")
+    min_relations = int(ctx.section.get("min_relations", 5))
+    start, end = timeline(ctx.seed, ctx.config)
+
+    async def enrich() -> dict[str, list]:
+        answer = await ctx.ask("persona", "persona_enrich.j2", {
+            "big_five": ctx.seed.big_five.model_dump(), "note": ctx.seed.note, "start": start.isoformat(),
+            "end": end.isoformat(), "min_relations": min_relations,
+        }, persona_answer(min_relations))
+        return {"persona.jsonl": [build_persona(ctx.seed, ctx.config, answer)]}
+
+    await ctx.units([(f"persona/{ctx.seed.id}", enrich)])
 
 
 STAGE = Stage(
     name="persona",
     reads=(),
-    writes=('persona.jsonl',),
-    templates=('persona_enrich.j2',),
-    tasks=('persona',),
+    writes=("persona.jsonl",),
+    templates=("persona_enrich.j2",),
+    tasks=("persona",),
     body=run,
+    help="persona.jsonl: enrich the Big Five seed into a profile with relations",
 )

@@ -25,9 +25,10 @@ import time
 import traceback
 import zlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable
+from typing import Any, Self
 
 from synth.llm.fake import estimate_tokens, respond
 
@@ -164,7 +165,7 @@ def embed(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
 
 
 def _iso(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, tz=dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    return dt.datetime.fromtimestamp(ts, tz=dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _error_body(status: int, message: str, anthropic: bool) -> dict:
@@ -348,7 +349,7 @@ class _Backend:
         self.files[stored.id] = stored
         return stored
 
-    def _phase(self, batch: _Batch) -> float:
+    def progress(self, batch: _Batch) -> float:
         """How far along the batch is: <0.5 validating, <1 in progress, 1 done."""
         if self.batch_delay_s <= 0:
             return 1.0
@@ -382,7 +383,7 @@ class _Backend:
         return batch
 
     def openai_batch_view(self, batch: _Batch) -> dict:
-        phase = self._phase(batch)
+        phase = self.progress(batch)
         status = "validating" if phase < 0.5 else "in_progress" if phase < 1.0 else "completed"
         done = status == "completed"
         created = int(batch.created_at)
@@ -410,7 +411,7 @@ class _Backend:
         return batch
 
     def anthropic_batch_view(self, batch: _Batch, base_url: str) -> dict:
-        ended = self._phase(batch) >= 1.0
+        ended = self.progress(batch) >= 1.0
         return {
             "id": batch.id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
             "request_counts": {"processing": 0 if ended else batch.total, "succeeded": batch.total if ended else 0,
@@ -435,9 +436,9 @@ def _route_key(path: str) -> tuple[str, str | None]:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers
     disable_nagle_algorithm = True  # headers and body go out as separate writes
-    server: "_HTTPServer"
+    server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by design
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def setup(self) -> None:
@@ -451,10 +452,10 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         self._dispatch("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
     def _read_body(self) -> bytes:
@@ -494,7 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.anthropic = route.startswith("/v1/messages")
         fault = backend.draw_fault() if name in _FAULTABLE else None
         if fault == "drop":
-            pass
+            self.close_connection = True
             return
         if fault == "timeout":
             time.sleep(backend.timeout_sleep_s)  # the client should have given up by now; answer anyway
@@ -508,7 +509,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = getattr(self, "_" + name)(backend, ident)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             status, payload = 400, _error_body(400, f"bad request: {exc!r}", self.anthropic)
-        except Exception as exc:  # a bug in the fake: say so loudly rather than hang the client
+        except Exception as exc:  # noqa: BLE001 - a bug in the fake: say so loudly rather than hang the client
             traceback.print_exc(file=sys.stderr)
             status, payload = 500, _error_body(500, f"fake server bug: {exc!r}", self.anthropic)
         self._send(status, payload)
@@ -516,7 +517,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self) -> dict:
         body = json.loads(self.body or b"{}")
         if not isinstance(body, dict):
-            raise ValueError("the request body must be a JSON object")
+            raise TypeError("the request body must be a JSON object")
         return body
 
     def _not_found(self, what: str) -> tuple[int, dict]:
@@ -586,7 +587,7 @@ class _Handler(BaseHTTPRequestHandler):
         batch = backend.batches.get(ident)
         if batch is None:
             return self._not_found("batch")
-        if backend._phase(batch) < 1.0:
+        if backend.progress(batch) < 1.0:
             return 400, _error_body(400, f"batch {ident} is still in progress", True)
         return 200, batch.results
 
@@ -618,7 +619,7 @@ class FakeServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "FakeServer":
+    def start(self) -> Self:
         self._httpd = _HTTPServer((self.host, self.port), self.backend)
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -661,10 +662,10 @@ class FakeServer:
         """Zero the counters, reseed the fault draws and forget the prompt cache (files and batches stay)."""
         self.backend.reset()
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

@@ -1,0 +1,207 @@
+"""Load an evaluation set — a synth output directory or CloneMem release files — into one representation."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from synth.llm.base import InputError
+
+_DATE = re.compile(r"(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})日?(?:[T\s]+(\d{1,2}):(\d{2})(?::(\d{2}))?)?")
+
+
+@dataclass(frozen=True)
+class EvalTrace:
+    """One retrievable memory unit (a digital trace); `time` is None when its date cannot be read."""
+
+    id: str
+    medium: str
+    time: dt.datetime | None
+    content: str
+    event_date: str = ""
+
+    def as_dict(self) -> dict:
+        """What a MemorySystem's `ingest` receives (CloneMem's field names plus an ISO `time`)."""
+        return {"id": self.id, "medium": self.medium, "event_date": self.event_date,
+                "time": self.time.isoformat() if self.time else None, "content": self.content}
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    id: str
+    key: str  # unique across the whole eval set: "<persona key>/<question id>"
+    persona: str
+    question: str
+    question_type: str
+    dimension: str
+    question_time: dt.datetime | None
+    answer: str
+    statements: tuple[str, ...]  # the ground-truth memory items (evidence statements)
+    evidence_sets: tuple[tuple[str, ...], ...]  # per evidence statement: its trace ids (empty sets dropped)
+    choices: tuple[tuple[str, str], ...] = ()  # (letter, text)
+    correct_choice_id: str | None = None
+
+    @property
+    def gold_ids(self) -> list[str]:
+        """Every gold trace id once, in evidence order."""
+        seen: dict[str, None] = {}
+        for group in self.evidence_sets:
+            for tid in group:
+                seen.setdefault(tid, None)
+        return list(seen)
+
+
+@dataclass
+class EvalPersona:
+    key: str
+    name: str
+    language: str
+    traces: list[EvalTrace]
+    questions: list[EvalQuestion]
+
+
+@dataclass
+class EvalSet:
+    source: str  # "synth" | "clonemem"
+    path: Path
+    personas: list[EvalPersona] = field(default_factory=list)
+
+    @property
+    def questions(self) -> list[EvalQuestion]:
+        return [q for p in self.personas for q in p.questions]
+
+
+def parse_time(value: object, end_of_day: bool = False) -> dt.datetime | None:
+    """A naive datetime from ISO or CloneMem-style dates; a bare date is midnight (or the day's end for a question,
+    so a trace of the question's own day stays visible). Unreadable → None."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    try:
+        parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        date_only = len(text) <= 10
+    except ValueError:
+        match = _DATE.search(text)
+        if not match:
+            return None
+        y, mo, d, h, mi, s = match.groups()
+        try:
+            parsed = dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0))
+        except ValueError:
+            return None
+        date_only = h is None
+    parsed = parsed.replace(tzinfo=None)
+    if date_only and end_of_day:
+        parsed = parsed.replace(hour=23, minute=59, second=59, microsecond=999999)
+    return parsed
+
+
+def _question(raw: dict, persona_key: str) -> EvalQuestion:
+    """Map a CloneMem/synth question dict; evidence statements become evidence sets of trace ids."""
+    qid = str(raw.get("id", ""))
+    evidence = raw.get("evidence") or []
+    statements = tuple(str(e.get("statement", "")) for e in evidence if isinstance(e, dict) and e.get("statement"))
+    sets = tuple(
+        tuple(dict.fromkeys(str(t) for t in e.get("digital_trace_ids") or []))
+        for e in evidence if isinstance(e, dict)
+    )
+    sets = tuple(s for s in sets if s)
+    top = tuple(dict.fromkeys(str(t) for t in raw.get("digital_trace_ids") or []))
+    covered = {t for s in sets for t in s}
+    if top and not sets:
+        sets = (top,)  # no per-statement linkage: the question's trace list is its one evidence set
+    elif any(t not in covered for t in top):
+        sets = sets + (tuple(t for t in top if t not in covered),)
+    choices = tuple((str(c.get("id")), str(c.get("text", ""))) for c in raw.get("choices") or [] if isinstance(c, dict))
+    return EvalQuestion(
+        id=qid, key=f"{persona_key}/{qid}", persona=persona_key, question=str(raw.get("question", "")),
+        question_type=str(raw.get("question_type") or "unknown"), dimension=str(raw.get("dimension") or "unknown"),
+        question_time=parse_time(raw.get("question_time"), end_of_day=True), answer=str(raw.get("answer", "")),
+        statements=statements, evidence_sets=sets, choices=choices,
+        correct_choice_id=raw.get("correct_choice_id") or None,
+    )
+
+
+def _trace(raw: dict) -> EvalTrace:
+    when = raw.get("time") or raw.get("event_date")
+    return EvalTrace(id=str(raw["id"]), medium=str(raw.get("medium", "")), time=parse_time(when),
+                     content=str(raw.get("content", "")), event_date=str(raw.get("event_date") or when or ""))
+
+
+def _guess_language(texts: list[str]) -> str:
+    sample = "".join(texts[:50])
+    cjk = sum(1 for ch in sample if "\u4e00" <= ch <= "\u9fff")
+    return "zh" if cjk > len(sample) * 0.1 else "en"
+
+
+def _by_time(traces: list[EvalTrace]) -> list[EvalTrace]:
+    # Undated traces first: with no date they cannot be shown to be in the future.
+    return sorted(traces, key=lambda t: (t.time is not None, t.time or dt.datetime.min))
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
+    return rows
+
+
+def load_synth_persona(directory: Path) -> EvalPersona | None:
+    """A persona dir: questions from final.jsonl (else mcq.jsonl, else qa.jsonl), traces from traces.jsonl."""
+    traces_path = directory / "traces.jsonl"
+    qfile = next((directory / n for n in ("final.jsonl", "mcq.jsonl", "qa.jsonl") if (directory / n).is_file()), None)
+    if not traces_path.is_file() or qfile is None:
+        return None
+    traces = [_trace(r) for r in _read_jsonl(traces_path)]
+    persona = _read_jsonl(directory / "persona.jsonl")[0] if (directory / "persona.jsonl").is_file() else {}
+    key = str(persona.get("id") or directory.name)
+    language = persona.get("language") or _guess_language([t.content for t in traces])
+    questions = [_question(r, key) for r in _read_jsonl(qfile)]
+    return EvalPersona(key=key, name=str(persona.get("name", "")), language=language, traces=_by_time(traces),
+                       questions=questions)
+
+
+def load_clonemem_file(path: Path, root: Path | None = None) -> EvalPersona:
+    """One `<persona>_benchmark_<lang>.json` release file; its key keeps the size folder so keys stay unique."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: cannot read a CloneMem benchmark file ({exc})") from None
+    if not isinstance(data, dict) or "context" not in data or "questions" not in data:
+        raise InputError(f"{path}: not a CloneMem benchmark file (needs 'context' and 'questions')")
+    rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
+    key = str(rel.with_suffix("")).replace("\\", "/")
+    match = re.search(r"_benchmark_([a-z]{2})$", path.stem)
+    traces = [_trace(r) for r in data["context"]]
+    language = match.group(1) if match else _guess_language([t.content for t in traces])
+    questions = [_question(r, key) for r in data["questions"]]
+    return EvalPersona(key=key, name=str(data.get("person_name", "")), language=language,
+                       traces=_by_time(traces), questions=questions)
+
+
+def load_eval_set(path: Path) -> EvalSet:
+    """Read whichever layout `path` holds: a synth dataset or persona dir, or CloneMem release file(s)."""
+    path = Path(path)
+    if path.is_file():
+        return EvalSet("clonemem", path, [load_clonemem_file(path)])
+    if not path.is_dir():
+        raise InputError(f"--data: {path}: no such file or directory")
+    single = load_synth_persona(path)
+    if single is not None:
+        return EvalSet("synth", path, [single])
+    personas = [p for d in sorted(path.iterdir()) if d.is_dir() and (p := load_synth_persona(d)) is not None]
+    if personas:
+        return EvalSet("synth", path, personas)
+    files = sorted(path.rglob("*_benchmark_*.json"))
+    if files:
+        return EvalSet("clonemem", path, [load_clonemem_file(f, path) for f in files])
+    raise InputError(f"--data: {path}: neither a synth dataset (persona dirs with traces.jsonl and final.jsonl) "
+                     "nor CloneMem files (<size>/<persona>_benchmark_<lang>.json)")
