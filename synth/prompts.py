@@ -66,7 +66,7 @@ def template_source_hash(name: str) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def render_text(name: str, **variables) -> str:
+def render_text(name: str, /, **variables) -> str:
     try:
         return _env().get_template(name).render(**variables).strip()
     except jinja2.TemplateSyntaxError as exc:
@@ -77,7 +77,7 @@ def render_text(name: str, **variables) -> str:
         raise InputError(f"prompts/{exc.name}: template not found") from None
 
 
-def render(name: str, **variables) -> list[dict[str, str]]:
+def render(name: str, /, **variables) -> list[dict[str, str]]:
     """Render a task template into messages: [system prefix, user task] or [user task]."""
     text = render_text(name, **variables)
     if SPLIT in text:

@@ -1,20 +1,235 @@
-"""Stage `arcs` (not built yet)."""
+"""Stage `arcs`: the event-seed pool, life arcs with anchor states, and major events aligned with the arcs."""
 
 from __future__ import annotations
 
-from synth.llm.base import SynthError
+import datetime as dt
+import re
+from functools import lru_cache
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from synth.models import DIMENSIONS, AnchorState, ArcState, EventSeed, LifeArc, MajorEvent, Persona, mint_id
 from synth.runner import Stage, StageContext
+from synth.seedpool import SeedConcept, load_seed_pool, seeds_for_age
+from synth.stages.persona import unique_labels
+
+
+# ------------------------------------------------------------------------------------------ shared views
+
+def arc_views(arcs: list[LifeArc]) -> list[dict]:
+    """Arcs as templates see them: `label` is unique, so an enum of labels maps back to one arc id."""
+    labels = unique_labels([a.title for a in arcs])
+    return [{**a.model_dump(mode="json"), "label": label} for a, label in zip(arcs, labels)]
+
+
+def arc_label_ids(arcs: list[LifeArc]) -> dict[str, str]:
+    return {view["label"]: view["id"] for view in arc_views(arcs)}
+
+
+def answer_tokens(ctx: StageContext, estimate: int) -> int:
+    """Room for a long structured answer: the configured max_tokens, raised when the answer needs more."""
+    return max(int(ctx.config.get("max_tokens", 4096)), estimate)
+
+
+# ------------------------------------------------------------------------------------------ (a) seed pool
+
+class AddedSeed(BaseModel):
+    name: str
+    title: str
+    description: str
+
+
+@lru_cache(maxsize=None)
+def seed_answer(names: tuple[str, ...], keep_min: int, keep_max: int, added: int) -> type[BaseModel]:
+    return create_model(
+        "SeedPool",
+        keep=(list[Literal[names]], Field(min_length=keep_min, max_length=keep_max)),
+        added=(list[AddedSeed], Field(min_length=added, max_length=added)),
+    )
+
+
+def slug(text: str) -> str:
+    return re.sub(r"\W+", "_", text.strip().lower()).strip("_")[:48]
+
+
+def build_seeds(persona: Persona, pool: list[SeedConcept], answer: BaseModel) -> list[EventSeed]:
+    """Kept predefined seeds in pool order, then the added ones under unique snake_case names."""
+    kept = set(answer.keep)
+    seeds = [
+        EventSeed(id=mint_id(persona.id, "seed", s.name), persona_id=persona.id, name=s.name,
+                  title=s.title_in(persona.language), description=s.description, origin="predefined")
+        for s in pool if s.name in kept
+    ]
+    taken = {s.name for s in pool}
+    for i, draft in enumerate(answer.added):
+        base = slug(draft.name) or slug(draft.title) or f"added_{i + 1}"
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        taken.add(name)
+        seeds.append(EventSeed(id=mint_id(persona.id, "seed", name), persona_id=persona.id, name=name,
+                               title=draft.title.strip(), description=draft.description.strip(), origin="added"))
+    return seeds
+
+
+# ------------------------------------------------------------------------------------------ (b) life arcs
+
+@lru_cache(maxsize=None)
+def arc_answer(seed_names: tuple[str, ...], per_dimension: int, states: int) -> type[BaseModel]:
+    draft = create_model(
+        "ArcDraft",
+        title=(str, ...),
+        description=(str, ...),
+        seeds=(list[Literal[seed_names]], Field(min_length=1, max_length=3)),
+        anchor_states=(list[AnchorState], Field(min_length=states, max_length=states)),
+    )
+    count = Field(min_length=per_dimension, max_length=per_dimension)
+    return create_model("ArcPlan", **{dim: (list[draft], count) for dim in DIMENSIONS})
+
+
+def build_arcs(persona: Persona, seeds: list[EventSeed], answer: BaseModel) -> list[LifeArc]:
+    seed_ids = {s.name: s.id for s in seeds}
+    arcs = []
+    for dimension in DIMENSIONS:
+        for i, draft in enumerate(getattr(answer, dimension)):
+            linked = list(dict.fromkeys(seed_ids[name] for name in draft.seeds))
+            arcs.append(LifeArc(
+                id=mint_id(persona.id, "arc", dimension, i), persona_id=persona.id, dimension=dimension,
+                title=draft.title.strip(), description=draft.description.strip(),
+                anchor_states=list(draft.anchor_states), seed_ids=linked,
+            ))
+    return arcs
+
+
+# ------------------------------------------------------------------------------------------ (c) major events
+
+def major_event_count(section: dict, days: int) -> int:
+    per_year = float(section.get("major_events_per_year", 8))
+    wanted = max(int(section.get("min_major_events", 2)), round(per_year * days / 365.25))
+    return max(1, min(wanted, days))
+
+
+@lru_cache(maxsize=None)
+def major_answer(seed_names: tuple[str, ...], days: int, arcs: int, states: int, count: int) -> type[BaseModel]:
+    day = Field(ge=0, le=days - 1)
+    draft = create_model(
+        "MajorEventDraft",
+        title=(str, ...),
+        description=(str, ...),
+        seed=(Literal[seed_names], ...),
+        start_day=(int, day),
+        end_day=(int, day),
+        arc_states=(list[Annotated[int, Field(ge=0, le=states - 1)]], Field(min_length=arcs, max_length=arcs)),
+    )
+    return create_model("MajorEventPlan", events=(list[draft], Field(min_length=count, max_length=count)))
+
+
+def place(spans: list[tuple[int, int]], days: int) -> list[tuple[int, int]]:
+    """Chronological spans made non-overlapping inside [0, days-1]: starts strictly increase (each leaving room
+    for the rest), and an end is clamped between its start and the day before the next start."""
+    n = len(spans)
+    starts: list[int] = []
+    for i, (start, _) in enumerate(spans):
+        low = starts[-1] + 1 if starts else 0
+        starts.append(min(max(start, low), days - (n - i)))
+    placed = []
+    for i, (_, end) in enumerate(spans):
+        limit = starts[i + 1] - 1 if i + 1 < n else days - 1
+        placed.append((starts[i], min(max(end, starts[i]), limit)))
+    return placed
+
+
+def aligned(rows: list[list[int]], arcs: list[LifeArc]) -> list[list[int]]:
+    """Anchor indices clamped to each arc's states and made non-decreasing over time (a running max)."""
+    best = [0] * len(arcs)
+    out = []
+    for row in rows:
+        current = []
+        for j, arc in enumerate(arcs):
+            value = min(max(row[j] if j < len(row) else 0, 0), len(arc.anchor_states) - 1)
+            best[j] = max(best[j], value)
+            current.append(best[j])
+        out.append(current)
+    return out
+
+
+def build_major_events(persona: Persona, seeds: list[EventSeed], arcs: list[LifeArc],
+                       answer: BaseModel) -> list[MajorEvent]:
+    days = (persona.end - persona.start).days + 1
+    drafts = sorted(answer.events, key=lambda d: (min(d.start_day, d.end_day), max(d.start_day, d.end_day)))
+    spans = place([(min(d.start_day, d.end_day), max(d.start_day, d.end_day)) for d in drafts], days)
+    states = aligned([list(d.arc_states) for d in drafts], arcs)
+    seed_ids = {s.name: s.id for s in seeds}
+    events = []
+    for i, (draft, (start, end), row) in enumerate(zip(drafts, spans, states)):
+        events.append(MajorEvent(
+            id=mint_id(persona.id, "major_event", i), persona_id=persona.id, index=i, title=draft.title.strip(),
+            description=draft.description.strip(), start=persona.start + dt.timedelta(days=start),
+            end=persona.start + dt.timedelta(days=end), seed_id=seed_ids.get(draft.seed),
+            arc_states=[ArcState(arc_id=arc.id, anchor_index=k) for arc, k in zip(arcs, row)],
+        ))
+    return events
+
+
+# ------------------------------------------------------------------------------------------ the stage
+
+def _records(done: dict | None, name: str, model):
+    return [model.model_validate(r) for r in (done or {}).get(name, [])]
 
 
 async def run(ctx: StageContext) -> None:
-    raise SynthError("stage `arcs` is not built yet")
+    persona: Persona = ctx.read("persona.jsonl")[0]
+    section = ctx.section
+    base = {"persona": persona.model_dump(mode="json")}
+    pool = seeds_for_age(load_seed_pool(), persona.age)
+    per_dimension = int(section.get("arcs_per_dimension", 2))
+    states = max(2, int(section.get("anchor_states", 4)))
+    days = (persona.end - persona.start).days + 1
+    keys = ("arcs/seeds", "arcs/plan", "arcs/major_events")
+
+    async def seed_pool() -> dict[str, list]:
+        names = tuple(s.name for s in pool)
+        keep_max = max(1, min(len(names), int(section.get("max_kept_seeds", 12))))
+        model = seed_answer(names, min(3, keep_max), keep_max, int(section.get("added_seeds", 4)))
+        answer = await ctx.ask("arcs", "arcs_seeds.j2", {
+            **base, "pool": [{"name": s.name, "title": s.title_in(ctx.language), "description": s.description}
+                             for s in pool],
+            "keep_max": keep_max, "added": int(section.get("added_seeds", 4)),
+        }, model)
+        return {"seeds.jsonl": build_seeds(persona, pool, answer)}
+
+    async def plan_arcs() -> dict[str, list]:
+        seeds = _records(ctx.done(keys[0]), "seeds.jsonl", EventSeed)
+        model = arc_answer(tuple(s.name for s in seeds), per_dimension, states)
+        answer = await ctx.ask("arcs", "arcs_plan.j2", {
+            **base, "seeds": [s.model_dump(mode="json") for s in seeds], "per_dimension": per_dimension,
+            "states": states,
+        }, model, max_tokens=answer_tokens(ctx, 3 * per_dimension * (150 + 120 * states)))
+        return {"arcs.jsonl": build_arcs(persona, seeds, answer)}
+
+    async def place_major_events() -> dict[str, list]:
+        seeds = _records(ctx.done(keys[0]), "seeds.jsonl", EventSeed)
+        arcs = _records(ctx.done(keys[1]), "arcs.jsonl", LifeArc)
+        count = major_event_count(section, days)
+        fewest = min(len(a.anchor_states) for a in arcs)
+        model = major_answer(tuple(s.name for s in seeds), days, len(arcs), fewest, count)
+        answer = await ctx.ask("arcs", "arcs_major_events.j2", {
+            **base, "seeds": [s.model_dump(mode="json") for s in seeds], "arcs": arc_views(arcs),
+            "count": count, "days": days,
+        }, model, max_tokens=answer_tokens(ctx, count * (160 + 8 * len(arcs))))
+        return {"major_events.jsonl": build_major_events(persona, seeds, arcs, answer)}
+
+    await ctx.units(list(zip(keys, (seed_pool, plan_arcs, place_major_events))), sequential=True)
 
 
 STAGE = Stage(
     name="arcs",
-    reads=('persona.jsonl',),
-    writes=('seeds.jsonl', 'arcs.jsonl', 'major_events.jsonl'),
-    templates=('arcs_seeds.j2', 'arcs_plan.j2', 'arcs_major_events.j2'),
-    tasks=('arcs',),
+    reads=("persona.jsonl",),
+    writes=("seeds.jsonl", "arcs.jsonl", "major_events.jsonl"),
+    templates=("arcs_seeds.j2", "arcs_plan.j2", "arcs_major_events.j2"),
+    tasks=("arcs",),
     body=run,
+    help="seeds.jsonl, arcs.jsonl, major_events.jsonl: event seeds, life arcs, major events on the timeline",
 )

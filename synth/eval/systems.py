@@ -1,0 +1,225 @@
+"""Memory systems under evaluation: the protocol a user implements, and the built-ins (oracle, flat, full).
+
+A memory system sees a persona's digital traces one at a time, oldest first, and is asked to retrieve trace ids for a
+question at the question's time. Under the online protocol (the default) `synth eval` interleaves the two: before a
+question it ingests exactly the traces dated at or before the question time, so a system can never see the future.
+Write your own as any class with these two methods (no base class needed) and pass `--system my_module:MySystem`
+(a module importable from the working directory, or `path/to/file.py:MySystem`); one instance is made per persona,
+with no constructor arguments.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import importlib.util
+import logging
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from synth.llm.base import InputError
+from synth.llm.fake import estimate_tokens
+
+
+@runtime_checkable
+class MemorySystem(Protocol):
+    """What `synth eval` drives.
+
+    ingest(trace): called once per trace, in time order. `trace` is a dict with `id`, `medium`, `event_date`
+        (as the data has it), `time` (ISO datetime or None) and `content`.
+    retrieve(question, k, question_time): the ids of at most k ingested traces that help answer `question`, best
+        first. `question_time` (a datetime or None) is when the question is asked; every trace ingested so far is
+        at or before it under the online protocol.
+    """
+
+    def ingest(self, trace: dict) -> None: ...
+
+    def retrieve(self, question: str, k: int, question_time: dt.datetime | None) -> list[str]: ...
+
+
+class OracleSystem:
+    """The gold traces of each question (ignores k): the ceiling every retriever is measured against.
+    The runner hands it the gold ids through `set_gold` just before asking."""
+
+    def __init__(self) -> None:
+        self._gold: list[str] = []
+
+    def set_gold(self, ids: list[str]) -> None:
+        self._gold = list(ids)
+
+    def ingest(self, trace: dict) -> None:
+        return None
+
+    def retrieve(self, question: str, k: int, question_time: dt.datetime | None) -> list[str]:
+        return list(self._gold)
+
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_jieba_ready = False
+
+
+def tokenize(text: str) -> list[str]:
+    """English: lowercase word tokens. Chinese (any CJK present): jieba's search-mode cut, punctuation dropped."""
+    global _jieba_ready
+    if _CJK.search(text):
+        import jieba
+
+        if not _jieba_ready:
+            jieba.setLogLevel(logging.WARNING)  # it logs its dictionary build on first use
+            _jieba_ready = True
+        return [t.lower() for t in jieba.cut_for_search(text) if t.strip() and (_CJK.search(t) or _WORD.search(t.lower()))]
+    return _WORD.findall(text.lower())
+
+
+class BM25System:
+    """Flat top-k lexical retrieval over raw traces with bm25s; the index is rebuilt lazily after new traces."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.tokens: list[list[str]] = []
+        self._index = None
+
+    def ingest(self, trace: dict) -> None:
+        self.ids.append(trace["id"])
+        self.tokens.append(tokenize(f"{trace.get('medium', '')} {trace.get('content', '')}") or [""])
+        self._index = None
+
+    def _retriever(self):
+        if self._index is None:
+            import bm25s
+
+            self._index = bm25s.BM25()
+            self._index.index(self.tokens, show_progress=False)
+        return self._index
+
+    def retrieve(self, question: str, k: int, question_time: dt.datetime | None) -> list[str]:
+        if not self.ids:
+            return []
+        index = self._retriever()
+        query = [t for t in tokenize(question) if t in index.vocab_dict]
+        if not query:
+            return []
+        scores = index.get_scores(query)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [self.ids[i] for i in order if scores[i] > 0]
+
+
+class DenseSystem:
+    """Flat top-k by cosine similarity of embeddings from any OpenAI-compatible /embeddings endpoint."""
+
+    def __init__(self, model: str, base_url: str | None = None, batch: int = 64) -> None:
+        import os
+
+        import openai
+
+        key = os.environ.get("OPENAI_API_KEY")
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        if not key and not base_url:
+            raise InputError("--embed-model needs OPENAI_API_KEY or --base-url (an OpenAI-compatible server)")
+        self.client = openai.OpenAI(api_key=key or "not-needed", base_url=base_url)
+        self.model = model
+        self.batch = batch
+        self.ids: list[str] = []
+        self.pending: list[str] = []
+        self.vectors: list[np.ndarray] = []
+
+    def _embed(self, texts: list[str]) -> list[np.ndarray]:
+        import openai
+
+        out = []
+        for start in range(0, len(texts), self.batch):
+            try:
+                response = self.client.embeddings.create(model=self.model, input=texts[start:start + self.batch])
+            except openai.APIError as exc:
+                raise InputError(f"--embed-model {self.model}: the embeddings endpoint failed ({exc})") from None
+            for item in sorted(response.data, key=lambda d: d.index):
+                vector = np.asarray(item.embedding, dtype=np.float32)
+                out.append(vector / (np.linalg.norm(vector) or 1.0))
+        return out
+
+    def ingest(self, trace: dict) -> None:
+        self.ids.append(trace["id"])
+        self.pending.append(trace.get("content", "") or " ")
+
+    def retrieve(self, question: str, k: int, question_time: dt.datetime | None) -> list[str]:
+        if self.pending:  # embed new traces in batches, only when a question needs them
+            self.vectors.extend(self._embed(self.pending))
+            self.pending = []
+        if not self.vectors:
+            return []
+        query = self._embed([question])[0]
+        scores = np.stack(self.vectors) @ query
+        return [self.ids[i] for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+class FullContextSystem:
+    """Every visible trace, newest first, until a token budget is spent (ignores k)."""
+
+    def __init__(self, budget_tokens: int = 100_000) -> None:
+        self.budget = budget_tokens
+        self.traces: list[tuple[str, int]] = []
+
+    def ingest(self, trace: dict) -> None:
+        self.traces.append((trace["id"], estimate_tokens(trace.get("content", "") or " ")))
+
+    def retrieve(self, question: str, k: int, question_time: dt.datetime | None) -> list[str]:
+        out, spent = [], 0
+        for tid, tokens in reversed(self.traces):
+            if spent + tokens > self.budget and out:
+                break
+            out.append(tid)
+            spent += tokens
+        return out
+
+
+def _load_class(spec: str) -> type:
+    """`module:Class` (importable from the working directory) or `path/to/file.py:Class`."""
+    target, _, name = spec.rpartition(":")
+    if not target or not name:
+        raise InputError(f"--system: '{spec}' is not oracle, flat, full or module:Class")
+    try:
+        if target.endswith(".py"):
+            path = Path(target)
+            if not path.is_file():
+                raise InputError(f"--system: {path}: no such file")
+            module_spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            if "" not in sys.path and str(Path.cwd()) not in sys.path:
+                sys.path.insert(0, str(Path.cwd()))
+            module = importlib.import_module(target)
+    except ImportError as exc:
+        raise InputError(f"--system: cannot import '{target}' ({exc})") from None
+    cls = getattr(module, name, None)
+    if cls is None:
+        raise InputError(f"--system: '{target}' has no '{name}'")
+    return cls
+
+
+def system_factory(spec: str | Callable[[], MemorySystem], embed_model: str | None = None,
+                   base_url: str | None = None, full_budget_tokens: int = 100_000) -> Callable[[], MemorySystem]:
+    """A maker of fresh systems (one per persona) from a --system value; a callable is taken as it is."""
+    if callable(spec):
+        return spec
+    if spec == "oracle":
+        return OracleSystem
+    if spec == "flat":
+        return (lambda: DenseSystem(embed_model, base_url)) if embed_model else BM25System
+    if spec == "full":
+        return lambda: FullContextSystem(full_budget_tokens)
+    cls = _load_class(spec)
+
+    def make() -> MemorySystem:
+        system = cls()
+        if not isinstance(system, MemorySystem):
+            raise InputError(f"--system: {spec} lacks ingest(trace) and retrieve(question, k, question_time)")
+        return system
+
+    return make

@@ -1,0 +1,438 @@
+"""`synth validate`: check a dataset directory against DESIGN.md's invariants (principle 8 and the linkage fields).
+
+Files are read line by line with plain `json`, never the strict pydantic readers, so a hand-corrupted file is still
+checked as far as it can be and every problem becomes one line naming the persona, the file, the record and what is
+wrong — nothing here raises on bad data."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from synth.models import CANNOT_DETERMINE, CHOICE_IDS, FILES
+
+# Question items flow qa → mcq → final | rejected and may keep their id along the way.
+QUESTION_FILES = ("qa.jsonl", "mcq.jsonl", "final.jsonl", "rejected.jsonl")
+# The files whose items are asked: causality, references and (for the MCQ-shaped ones) the choice layout.
+ASKED_FILES = ("qa.jsonl", "mcq.jsonl", "final.jsonl")
+MCQ_FILES = ("mcq.jsonl", "final.jsonl")
+
+
+def validate_dataset(out: Path) -> list[str]:
+    """Every violation under `out`, one human-readable line each; an empty list means every invariant holds."""
+    out = Path(out)
+    if not out.is_dir():
+        return [f"{out}: no such dataset directory"]
+    directories = sorted(p.parent for p in out.glob("*/persona.jsonl") if p.is_file())
+    if not directories:
+        return [f"{out}: no persona directory (a folder holding persona.jsonl)"]
+    problems: list[str] = []
+    for directory in directories:
+        problems.extend(PersonaCheck(directory).run())
+    return problems
+
+
+# ------------------------------------------------------------------------------------------------ value parsing
+
+def _date(value: Any) -> dt.date | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        try:
+            return dt.datetime.fromisoformat(value).date()
+        except ValueError:
+            return None
+
+
+def _datetime(value: Any) -> dt.datetime | None:
+    """A comparable datetime: aware values in UTC with the zone dropped, so naive and aware never meet in `<`."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.astimezone(dt.timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _day_of(value: Any) -> dt.date | None:
+    """The calendar day a datetime names, in its own zone (what the record claims, for containment in dates)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(value).date()
+    except ValueError:
+        return None
+
+
+def _ids(value: Any) -> list[str]:
+    """A list of ids from a field; anything else (a missing field is reported by the schema check) gives []."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _dicts(value: Any) -> list[dict]:
+    return [v for v in _list(value) if isinstance(v, dict)]
+
+
+# ------------------------------------------------------------------------------------------------ one persona
+
+class PersonaCheck:
+    """The checks of one persona directory over whatever files it holds."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.name = directory.name
+        self.problems: list[str] = []
+        self.records: dict[str, list[dict]] = {}  # file -> records (objects with a string id)
+        self.by_id: dict[str, dict[str, dict]] = {}  # file -> id -> first record with that id
+        self.persona: dict = {}
+        self.missing_targets: set[tuple[str, str]] = set()
+
+    def flag(self, file: str, record: dict | str | None, what: str) -> None:
+        if isinstance(record, dict):
+            label = record.get("id") if isinstance(record.get("id"), str) else "(no id)"
+        else:
+            label = record or "-"
+        self.problems.append(f"{self.name}/{file}: {label}: {what}")
+
+    def run(self) -> list[str]:
+        for name in FILES:
+            if (self.dir / name).is_file():
+                self.load(name)
+        self.check_persona()
+        self.check_duplicates()
+        self.check_references()
+        self.check_containment()
+        self.check_major_event_order()
+        self.check_arc_alignment()
+        self.check_snapshot_chain()
+        self.check_evidence_carried()
+        self.check_causality()
+        self.check_mcq_shape()
+        return self.problems
+
+    # ---- reading
+
+    def load(self, name: str) -> None:
+        model = FILES[name]
+        records: list[dict] = []
+        for number, data in self._lines(name):
+            if not isinstance(data, dict):
+                self.flag(name, f"line {number}", "not a JSON object")
+                continue
+            if not isinstance(data.get("id"), str):
+                self.flag(name, f"line {number}", "record without a string `id`")
+                continue
+            try:
+                model.model_validate(data)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                loc = ".".join(str(p) for p in err["loc"]) or "record"
+                self.flag(name, data, f"line {number}: {loc}: {err['msg']}")
+            records.append(data)
+        self.records[name] = records
+        index: dict[str, dict] = {}
+        for record in records:
+            index.setdefault(record["id"], record)
+        self.by_id[name] = index
+
+    def _lines(self, name: str) -> Iterator[tuple[int, Any]]:
+        try:
+            text = (self.dir / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.flag(name, None, f"cannot read ({exc})")
+            return
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                self.flag(name, f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})")
+
+    def has(self, name: str) -> bool:
+        return name in self.records
+
+    def each(self, *names: str) -> Iterator[tuple[str, dict]]:
+        for name in names:
+            for record in self.records.get(name, []):
+                yield name, record
+
+    # ---- the persona record and persona_id
+
+    def check_persona(self) -> None:
+        people = self.records.get("persona.jsonl", [])
+        if len(people) != 1:
+            self.flag("persona.jsonl", None, f"holds {len(people)} persona records (expected exactly 1)")
+        self.persona = people[0] if people else {}
+        pid = self.persona.get("id")
+        if pid is not None and pid != self.name:
+            self.flag("persona.jsonl", self.persona, f"id differs from its directory name '{self.name}'")
+        for name, record in self.each(*self.records):
+            if pid is not None and record.get("persona_id") != pid:
+                self.flag(name, record, f"persona_id {record.get('persona_id')!r} is not this persona ({pid!r})")
+
+    # ---- duplicates
+
+    def check_duplicates(self) -> None:
+        where: dict[str, list[str]] = defaultdict(list)
+        for name, records in self.records.items():
+            seen: set[str] = set()
+            for record in records:
+                rid = record["id"]
+                if rid in seen:
+                    self.flag(name, rid, "duplicate id within the file")
+                    continue
+                seen.add(rid)
+                where[rid].append(name)
+        for rid, names in where.items():
+            if len(names) > 1 and not _may_share(names):
+                self.flag(names[-1], rid, f"duplicate id: also in {', '.join(names[:-1])}")
+
+    # ---- referential integrity
+
+    def check_references(self) -> None:
+        relations = {r.get("id") for r in _dicts(self.persona.get("relations"))}
+        for name, record in self.each("arcs.jsonl"):
+            self.refs(name, record, "seed_ids", _ids(record.get("seed_ids")), "seeds.jsonl")
+        for name, record in self.each("major_events.jsonl"):
+            states = _dicts(record.get("arc_states"))
+            self.refs(name, record, "arc_states.arc_id", [s.get("arc_id") for s in states], "arcs.jsonl")
+            if record.get("seed_id") is not None:
+                self.refs(name, record, "seed_id", [record.get("seed_id")], "seeds.jsonl")
+        for name, record in self.each("phases.jsonl"):
+            self.refs(name, record, "major_event_id", [record.get("major_event_id")], "major_events.jsonl")
+            for side in ("snapshot_before", "snapshot_after"):
+                status = (record.get(side) or {}).get("arc_status") if isinstance(record.get(side), dict) else None
+                if isinstance(status, dict):
+                    self.refs(name, record, f"{side}.arc_status", list(status), "arcs.jsonl")
+        for name, record in self.each("events.jsonl"):
+            self.refs(name, record, "phase_id", [record.get("phase_id")], "phases.jsonl")
+            if self.persona:
+                missing = [p for p in _ids(record.get("participant_ids")) if p not in relations]
+                for pid in missing:
+                    self.flag(name, record, f"participant_ids: '{pid}' is not a relation of the persona")
+        for name, record in self.each("evidence.jsonl"):
+            self.refs(name, record, "event_id", [record.get("event_id")], "events.jsonl")
+            self.refs(name, record, "arc_ids", _ids(record.get("arc_ids")), "arcs.jsonl")
+        for name, record in self.each("traces.jsonl"):
+            self.refs(name, record, "event_id", [record.get("event_id")], "events.jsonl")
+            self.refs(name, record, "evidence_ids", _ids(record.get("evidence_ids")), "evidence.jsonl")
+        for name, record in self.each(*ASKED_FILES):
+            self.check_question_refs(name, record)
+
+    def check_question_refs(self, name: str, record: dict) -> None:
+        self.refs(name, record, "arc_id", [record.get("arc_id")], "arcs.jsonl")
+        self.refs(name, record, "digital_trace_ids", _ids(record.get("digital_trace_ids")), "traces.jsonl")
+        for ref in _dicts(record.get("evidence")):
+            self.refs(name, record, "evidence[].evidence_id", [ref.get("evidence_id")], "evidence.jsonl")
+            traces = _ids(ref.get("digital_trace_ids"))
+            self.refs(name, record, "evidence[].digital_trace_ids", traces, "traces.jsonl")
+            carried_by = self.by_id.get("traces.jsonl", {})
+            for tid in traces:
+                trace = carried_by.get(tid)
+                if trace is not None and ref.get("evidence_id") not in _ids(trace.get("evidence_ids")):
+                    self.flag(name, record, f"evidence {ref.get('evidence_id')} cites trace {tid}, "
+                                            "which does not carry it")
+
+    def refs(self, name: str, record: dict, field: str, ids: Iterable[Any], target: str) -> None:
+        """Every id in `ids` must exist in `target`; a missing target file is reported once per referring file."""
+        ids = list(ids)
+        if not ids:
+            return
+        if not self.has(target):
+            if (name, target) not in self.missing_targets:
+                self.missing_targets.add((name, target))
+                self.flag(name, None, f"{field} names records of {target}, which is missing")
+            return
+        known = self.by_id[target]
+        for rid in ids:
+            if not isinstance(rid, str) or rid not in known:
+                self.flag(name, record, f"{field}: dangling id {rid!r} (not in {target})")
+
+    # ---- time containment
+
+    def check_containment(self) -> None:
+        start, end = _date(self.persona.get("start")), _date(self.persona.get("end"))
+        for name, record in self.each("persona.jsonl", "major_events.jsonl", "phases.jsonl"):
+            self.check_span(name, record)
+        for name, record in self.each("major_events.jsonl"):
+            self.inside(name, record, "persona timeline", start, end)
+        majors = self.by_id.get("major_events.jsonl", {})
+        for name, record in self.each("phases.jsonl"):
+            parent = majors.get(record.get("major_event_id"))
+            if parent is not None:
+                self.inside(name, record, f"major event {parent['id']}", _date(parent.get("start")),
+                            _date(parent.get("end")))
+        phases = self.by_id.get("phases.jsonl", {})
+        for name, record in self.each("events.jsonl"):
+            parent = phases.get(record.get("phase_id"))
+            day = _day_of(record.get("time"))
+            if day is None:
+                self.flag(name, record, f"time: not an ISO datetime ({record.get('time')!r})")
+            elif parent is not None:
+                lo, hi = _date(parent.get("start")), _date(parent.get("end"))
+                if lo is not None and hi is not None and not lo <= day <= hi:
+                    self.flag(name, record, f"time {record['time']} is outside its phase {parent['id']} "
+                                            f"({lo}..{hi})")
+        self.check_trace_times()
+
+    def check_span(self, name: str, record: dict) -> None:
+        lo, hi = _date(record.get("start")), _date(record.get("end"))
+        for field, value in (("start", lo), ("end", hi)):
+            if value is None:
+                self.flag(name, record, f"{field}: not an ISO date ({record.get(field)!r})")
+        if lo is not None and hi is not None and hi < lo:
+            self.flag(name, record, f"ends ({hi}) before it starts ({lo})")
+
+    def inside(self, name: str, record: dict, what: str, lo: dt.date | None, hi: dt.date | None) -> None:
+        start, end = _date(record.get("start")), _date(record.get("end"))
+        if None in (start, end, lo, hi):
+            return
+        if start < lo or end > hi:
+            self.flag(name, record, f"{start}..{end} is outside its {what} ({lo}..{hi})")
+
+    def check_trace_times(self) -> None:
+        events = self.by_id.get("events.jsonl", {})
+        for name, record in self.each("traces.jsonl"):
+            when = _datetime(record.get("time"))
+            if when is None:
+                self.flag(name, record, f"time: not an ISO datetime ({record.get('time')!r})")
+                continue
+            event = events.get(record.get("event_id"))
+            happened = _datetime(event.get("time")) if event is not None else None
+            if happened is not None and when < happened:
+                self.flag(name, record, f"time {record['time']} is before its event {event['id']} "
+                                        f"({event['time']})")
+
+    # ---- order of major events and arc alignment
+
+    def majors_in_time_order(self) -> list[dict]:
+        majors = [m for m in self.records.get("major_events.jsonl", []) if _date(m.get("start")) is not None]
+        return sorted(majors, key=lambda m: (_date(m["start"]), _int(m.get("index"))))
+
+    def check_major_event_order(self) -> None:
+        majors = sorted(self.records.get("major_events.jsonl", []), key=lambda m: _int(m.get("index")))
+        previous = None
+        for record in majors:
+            start = _date(record.get("start"))
+            if start is None:
+                continue
+            if previous is not None and start < _date(previous["start"]):
+                self.flag("major_events.jsonl", record, f"index {record.get('index')} starts {start}, before "
+                          f"index {previous.get('index')} ({previous['start']}): major events out of order")
+            previous = record
+
+    def check_arc_alignment(self) -> None:
+        arcs = self.by_id.get("arcs.jsonl", {})
+        last: dict[str, tuple[int, str]] = {}
+        for record in self.majors_in_time_order():
+            for state in _dicts(record.get("arc_states")):
+                arc_id, index = state.get("arc_id"), state.get("anchor_index")
+                if not isinstance(index, int) or arc_id not in arcs:
+                    continue  # a dangling arc or a bad index is reported by the reference and schema checks
+                count = len(_list(arcs[arc_id].get("anchor_states")))
+                if not 0 <= index < count:
+                    self.flag("major_events.jsonl", record,
+                              f"arc {arc_id}: anchor_index {index} is outside its {count} anchor states")
+                before = last.get(arc_id)
+                if before is not None and index < before[0]:
+                    self.flag("major_events.jsonl", record, f"arc {arc_id}: anchor_index goes back from "
+                              f"{before[0]} (major event {before[1]}) to {index}")
+                last[arc_id] = (index, record["id"])
+
+    # ---- the rolling snapshot
+
+    def check_snapshot_chain(self) -> None:
+        order = {m["id"]: n for n, m in enumerate(self.majors_in_time_order())}
+        # phases of unknown major events are dangling-id violations already; they cannot be placed in the chain
+        phases = [p for p in self.records.get("phases.jsonl", []) if p.get("major_event_id") in order]
+        phases.sort(key=lambda p: (order[p["major_event_id"]], _int(p.get("index"))))
+        for previous, phase in zip(phases, phases[1:]):
+            if phase.get("snapshot_before") != previous.get("snapshot_after"):
+                self.flag("phases.jsonl", phase, f"snapshot_before differs from the snapshot_after of the "
+                                                 f"previous phase {previous['id']}: the rolling snapshot chain "
+                                                 "is broken")
+
+    # ---- evidence grounding and causality
+
+    def check_evidence_carried(self) -> None:
+        if not self.has("traces.jsonl"):
+            return
+        carried = {e for _, t in self.each("traces.jsonl") for e in _ids(t.get("evidence_ids"))}
+        for name, record in self.each("evidence.jsonl"):
+            if record["id"] not in carried:
+                self.flag(name, record, "carried by no trace")
+
+    def check_causality(self) -> None:
+        traces = self.by_id.get("traces.jsonl", {})
+        evidence = self.by_id.get("evidence.jsonl", {})
+        events = self.by_id.get("events.jsonl", {})
+        for name, record in self.each(*ASKED_FILES):
+            asked = _datetime(record.get("question_time"))
+            if asked is None:
+                self.flag(name, record, f"question_time: not an ISO datetime ({record.get('question_time')!r})")
+                continue
+            for tid in sorted(set(_needed_traces(record))):
+                trace = traces.get(tid)
+                written = _datetime(trace.get("time")) if trace is not None else None
+                if written is not None and written > asked:
+                    self.flag(name, record, f"needs trace {tid} written at {trace['time']}, after question_time "
+                                            f"{record['question_time']}")
+            for ref in _dicts(record.get("evidence")):
+                item = evidence.get(ref.get("evidence_id"))
+                event = events.get(item.get("event_id")) if item is not None else None
+                happened = _datetime(event.get("time")) if event is not None else None
+                if happened is not None and happened > asked:
+                    self.flag(name, record, f"evidence {item['id']} comes from event {event['id']} at "
+                                            f"{event['time']}, after question_time {record['question_time']}")
+
+    # ---- multiple choice
+
+    def check_mcq_shape(self) -> None:
+        language = self.persona.get("language")
+        allowed = {CANNOT_DETERMINE[language]} if language in CANNOT_DETERMINE else set(CANNOT_DETERMINE.values())
+        for name, record in self.each(*MCQ_FILES):
+            choices = _dicts(record.get("choices"))
+            ids = [c.get("id") for c in choices]
+            if sorted(map(str, ids)) != list(CHOICE_IDS):
+                self.flag(name, record, f"choices are {ids}, not {', '.join(CHOICE_IDS)} exactly once each")
+            last = next((c for c in choices if c.get("id") == "E"), None)
+            if last is None:
+                self.flag(name, record, "no option E (\"cannot be determined\")")
+            elif last.get("text") not in allowed:
+                self.flag(name, record, f"option E reads {last.get('text')!r}, not {' / '.join(map(repr, allowed))}")
+            correct = record.get("correct_choice_id")
+            if correct not in ids:
+                self.flag(name, record, f"correct_choice_id {correct!r} is not among the choices")
+            if record.get("question_type") == "unanswerable" and correct != "E":
+                self.flag(name, record, f"an unanswerable question must have answer E (has {correct!r})")
+
+
+def _needed_traces(record: dict) -> list[str]:
+    needed = _ids(record.get("digital_trace_ids"))
+    for ref in _dicts(record.get("evidence")):
+        needed.extend(_ids(ref.get("digital_trace_ids")))
+    return needed
+
+
+def _may_share(names: list[str]) -> bool:
+    """Whether one id may appear in all these files: a question item keeps its id from qa to mcq to final or
+    rejected, but never ends up both accepted and rejected."""
+    return all(n in QUESTION_FILES for n in names) and not {"final.jsonl", "rejected.jsonl"} <= set(names)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
