@@ -181,8 +181,12 @@ async def run_persona(session: Session, seed: PersonaSeed, names: list[str], pro
             status = stage_status(stage, seed, directory, config, session.options.route)
             if status == "fresh":
                 continue
-        await run_stage(stage, seed, session.options, session.llm, config, progress,
-                        warn=lambda msg: console.print(f"[yellow]{msg}[/]"))
+        m = await run_stage(stage, seed, session.options, session.llm, config, progress,
+                            warn=lambda msg: console.print(f"[yellow]{msg}[/]"))
+        console.print(
+            f"{seed.id}/{name}: {sum(m.records.values())} records · calls {m.provider_calls} (cached {m.cache_hits}, "
+            f"repairs {m.repairs}, retries {m.retries}) · tokens {m.input_tokens + m.output_tokens:,} · "
+            f"${m.cost_usd:.4f} · {m.wall_s:.1f}s", highlight=False)
         ran.append(name)
     return ran
 

@@ -43,6 +43,7 @@ class EvalQuestion:
     evidence_sets: tuple[tuple[str, ...], ...]  # per evidence statement: its trace ids (empty sets dropped)
     choices: tuple[tuple[str, str], ...] = ()  # (letter, text)
     correct_choice_id: str | None = None
+    time_text: str = ""  # the question time as the data states it (for prompts)
 
     @property
     def gold_ids(self) -> list[str]:
@@ -121,7 +122,7 @@ def _question(raw: dict, persona_key: str) -> EvalQuestion:
         question_type=str(raw.get("question_type") or "unknown"), dimension=str(raw.get("dimension") or "unknown"),
         question_time=parse_time(raw.get("question_time"), end_of_day=True), answer=str(raw.get("answer", "")),
         statements=statements, evidence_sets=sets, choices=choices,
-        correct_choice_id=raw.get("correct_choice_id") or None,
+        correct_choice_id=raw.get("correct_choice_id") or None, time_text=str(raw.get("question_time") or ""),
     )
 
 

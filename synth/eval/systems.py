@@ -34,7 +34,11 @@ class MemorySystem(Protocol):
         (as the data has it), `time` (ISO datetime or None) and `content`.
     retrieve(question, k, question_time): the ids of at most k ingested traces that help answer `question`, best
         first. `question_time` (a datetime or None) is when the question is asked; every trace ingested so far is
-        at or before it under the online protocol.
+        at or before it under the online protocol. The list is cut to k unless the class sets `ignores_k = True`.
+
+    Optional: answer(question, choices, question_time) -> str. A system that answers by itself (an agent) returns
+    its text; `synth eval` then uses that text as the free-text prediction and parses the chosen letter from it
+    ("B) …", "Answer: B", "答案：B") instead of calling the answerer model. Judges still run.
     """
 
     def ingest(self, trace: dict) -> None: ...
@@ -45,6 +49,8 @@ class MemorySystem(Protocol):
 class OracleSystem:
     """The gold traces of each question (ignores k): the ceiling every retriever is measured against.
     The runner hands it the gold ids through `set_gold` just before asking."""
+
+    ignores_k = True  # the runner does not cut its list to k
 
     def __init__(self) -> None:
         self._gold: list[str] = []
@@ -160,6 +166,8 @@ class DenseSystem:
 
 class FullContextSystem:
     """Every visible trace, newest first, until a token budget is spent (ignores k)."""
+
+    ignores_k = True
 
     def __init__(self, budget_tokens: int = 100_000) -> None:
         self.budget = budget_tokens

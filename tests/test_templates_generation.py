@@ -1,0 +1,109 @@
+"""Golden renders of the generation templates (persona → traces) in English and Chinese, under StrictUndefined."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+
+from synth.llm.base import InputError
+from synth.models import AnchorState, BigFive, LifeArc, Persona, Phase, Relation, Snapshot
+from synth.prompts import render
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _persona(language: str) -> dict:
+    return Persona(
+        id="p", persona_id="p", language=language,
+        big_five=BigFive(openness=.8, conscientiousness=.3, extraversion=.6, agreeableness=.7, neuroticism=.5),
+        start=dt.date(2022, 1, 1), end=dt.date(2022, 12, 31), scale="100k", name="Maya Holt", age=34,
+        gender="female", personality="warm", family_history="Hull", education="BSc", occupation="nurse",
+        concerns=["money"], interests=["painting"], backstory="moved to Leeds",
+        relations=[Relation(id="r1", name="Sam", relation="partner", description="kind")],
+    ).model_dump(mode="json")
+
+
+ARC = LifeArc(id="a1", persona_id="p", dimension="emotion", title="Trust", description="learning to trust",
+              anchor_states=[AnchorState(label="guarded", description="d", trigger="t", cues=["c"])] * 2)
+ARCS = [{**ARC.model_dump(mode="json"), "label": "Trust"}]
+SNAP = Snapshot(energy=5, stress=6, dominant_emotion="worry", focus="work", arc_status={"a1": "wary"})
+PHASE = Phase(id="ph", persona_id="p", major_event_id="m", index=0, title="Night shifts", description="d",
+              start=dt.date(2022, 1, 3), end=dt.date(2022, 1, 9), snapshot_before=SNAP,
+              snapshot_after=SNAP).model_dump(mode="json")
+EVENT_VIEW = {"id": "m", "title": "New ward", "description": "moves ward", "start": "2022-01-01",
+              "end": "2022-01-20", "states": [{"arc": "Trust", "index": 0, "label": "guarded", "description": "d"}]}
+DETAILED = {"id": "e", "title": "Handover", "description": "d", "location": "ward", "time": "2022-01-04T08:00:00"}
+EVIDENCE = [{"id": "v", "kind": "emotion", "statement": "Maya felt uneasy at handover."}]
+SEEDS = [{"name": "career_change", "title": "Career change", "description": "d"}]
+SNAP_JSON = SNAP.model_dump(mode="json")
+TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE}
+
+VARIABLES = {
+    "persona_enrich.j2": {"big_five": {"openness": .8, "conscientiousness": .3, "extraversion": .6,
+                                       "agreeableness": .7, "neuroticism": .5},
+                          "note": "a nurse", "start": "2022-01-01", "end": "2022-12-31", "min_relations": 5},
+    "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4},
+    "arcs_plan.j2": {"seeds": SEEDS, "per_dimension": 2, "states": 4},
+    "arcs_major_events.j2": {"seeds": SEEDS, "arcs": ARCS, "count": 8, "days": 365},
+    "phases_init.j2": {"arcs": ARCS, "event": EVENT_VIEW},
+    "phases_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP_JSON, "k": 1, "count": 3,
+                           "start_day": 4, "low": 4, "high": 18, "start_date": "2022-01-05", "previous": PHASE},
+    "phases_update.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP_JSON,
+                         "phase": {"title": "t", "description": "d", "start": "2022-01-01", "end": "2022-01-04"}},
+    "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "days": 7, "count": 6,
+                           "min_evidence": 2, "max_evidence": 4, "people": ["Sam"]},
+    "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": ["diary", "email"], "max_delay": 48,
+                       "suggested": ["diary", "email"]},
+    "traces_write.j2": {**TRACE_CONTEXT, "medium": "social_post", "intent": "vent", "audience": "friends",
+                        "key_information": "k", "carried": EVIDENCE, "time": "2022-01-04T20:00",
+                        "min_words": 80, "max_words": 320},
+}
+
+
+def variables(name: str, language: str) -> dict:
+    out = dict(VARIABLES[name])
+    if name != "persona_enrich.j2":
+        out["persona"] = _persona(language)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(VARIABLES))
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_template_renders_a_system_prefix_and_a_task(name, language):
+    messages = render(name, language=language, **variables(name, language))
+    assert [m["role"] for m in messages] == ["system", "user"]
+    text = "\n".join(m["content"] for m in messages)
+    assert "{{" not in text and "{%" not in text
+    if language == "zh":
+        assert "简体中文" in messages[0]["content"], "a zh render must ask for Simplified Chinese output"
+        assert len(CJK.findall(messages[1]["content"])) > 20, "the zh task is written in Chinese"
+    else:
+        assert not CJK.search(text), "an English render carries no Chinese"
+
+
+@pytest.mark.parametrize("name", sorted(VARIABLES))
+def test_a_missing_variable_is_an_error(name):
+    values = variables(name, "en")
+    missing = sorted(VARIABLES[name])[0]
+    del values[missing]
+    with pytest.raises(InputError, match="undefined"):
+        render(name, language="en", **values)
+
+
+@pytest.mark.parametrize("stage", [["phases_init.j2", "phases_generate.j2", "phases_update.j2"],
+                                   ["traces_plan.j2", "traces_write.j2"],
+                                   ["arcs_seeds.j2", "arcs_plan.j2", "arcs_major_events.j2"]])
+def test_a_stage_keeps_one_cacheable_system_prefix(stage):
+    systems = {render(name, language="en", **variables(name, "en"))[0]["content"] for name in stage}
+    assert len(systems) == 1
+
+
+def test_renders_carry_the_record_details():
+    text = render("traces_write.j2", language="en", **variables("traces_write.j2", "en"))[1]["content"]
+    assert "Maya felt uneasy at handover." in text and "[Photo: …]" in text and "80-320 words" in text
+    zh = render("traces_write.j2", language="zh", **variables("traces_write.j2", "zh"))[1]["content"]
+    assert "[照片：…]" in zh and "80–320" in zh
+    schema = render("events_generate.j2", language="en", **variables("events_generate.j2", "en"))[1]["content"]
+    assert "day 0 is 2022-01-03" in schema and "Sam" in schema
