@@ -1,0 +1,113 @@
+"""Export final items in the CloneMem release format: one JSON file per persona and language, bucketed by size."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from synth.jsonl import read_records, write_json_atomic
+from synth.models import FinalItem, Persona, Trace
+from synth.stats import persona_dirs, trace_tokens
+
+SIZE_LIMIT = 300_000  # trace tokens below this go to the 100k folder, the rest to 500k
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ContextEntry(_Strict):
+    id: str
+    medium: str
+    event_date: str
+    content: str
+
+
+class ExportEvidence(_Strict):
+    statement: str
+    digital_trace_ids: list[str]
+
+
+class ExportChoice(_Strict):
+    id: Literal["A", "B", "C", "D", "E"]
+    text: str
+
+
+class ExportQuestion(_Strict):
+    id: str
+    question: str
+    question_type: str
+    question_time: str
+    answer: str
+    dimension: Literal["experience", "emotion", "opinion"]
+    digital_trace_ids: list[str]
+    evidence: list[ExportEvidence]
+    choices: list[ExportChoice]
+    correct_choice_id: Literal["A", "B", "C", "D", "E"]
+
+
+class CloneMemFile(_Strict):
+    """One `<persona>_benchmark_<lang>.json`: exactly the release's field names, nothing else."""
+
+    person_name: str
+    person_id: str
+    context: list[ContextEntry]
+    questions: list[ExportQuestion]
+
+
+def size_bucket(tokens: int) -> str:
+    return "100k" if tokens < SIZE_LIMIT else "500k"
+
+
+def _time(value) -> str:
+    return value.isoformat(timespec="seconds")
+
+
+def build(persona: Persona, traces: list[Trace], items: list[FinalItem]) -> CloneMemFile:
+    context = [ContextEntry(id=t.id, medium=t.medium, event_date=_time(t.time), content=t.content)
+               for t in sorted(traces, key=lambda t: (t.time, t.id))]
+    questions = [
+        ExportQuestion(
+            id=i.id, question=i.question, question_type=i.question_type, question_time=_time(i.question_time),
+            answer=i.answer, dimension=i.dimension, digital_trace_ids=list(i.digital_trace_ids),
+            evidence=[ExportEvidence(statement=e.statement, digital_trace_ids=list(e.digital_trace_ids))
+                      for e in i.evidence],
+            choices=[ExportChoice(id=c.id, text=c.text) for c in i.choices], correct_choice_id=i.correct_choice_id,
+        )
+        for i in items
+    ]
+    return CloneMemFile(person_name=persona.name, person_id=persona.id, context=context, questions=questions)
+
+
+def export_path(out: Path, persona: Persona, tokens: int) -> Path:
+    return out / "export" / "clonemem" / size_bucket(tokens) / f"{persona.id}_benchmark_{persona.language}.json"
+
+
+def export_dataset(out: Path, seeds: Iterable | None = None) -> list[Path]:
+    """Write one file per persona that has final.jsonl (restricted to `seeds` when given); returns the paths."""
+    only = {s.id for s in seeds} if seeds is not None else None
+    paths = []
+    for directory in persona_dirs(out):
+        if (only is not None and directory.name not in only) or not (directory / "final.jsonl").is_file():
+            continue
+        persona = read_records(directory / "persona.jsonl", Persona)[0]
+        traces = read_records(directory / "traces.jsonl", Trace) if (directory / "traces.jsonl").is_file() else []
+        items = read_records(directory / "final.jsonl", FinalItem)
+        tokens = trace_tokens(traces)
+        path = export_path(out, persona, tokens)
+        # A persona that changed size bucket must not leave its old file behind.
+        for stale in (out / "export" / "clonemem").glob(f"*/{path.name}"):
+            if stale != path:
+                stale.unlink()
+        write_json_atomic(path, build(persona, traces, items).model_dump(mode="json"))
+        paths.append(path)
+    return paths
+
+
+def load_clonemem(path: Path) -> CloneMemFile:
+    """Read an exported (or released) file back, rejecting any field name the release format does not have."""
+    return CloneMemFile.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -1,0 +1,168 @@
+"""CloneMem export round trip, the human-review sheet, and stats — on a fake-provider qa → filter run."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from test_qa_stages import PID, World
+
+from synth.export import export_dataset, load_clonemem, size_bucket
+from synth.jsonl import read_records, write_atomic
+from synth.llm.base import InputError
+from synth.models import MCQ, QUESTION_TYPES, FinalItem, Rejected, Trace
+from synth.review import import_review, write_review
+from synth.stages import distractors, filter, qa
+from synth.stats import collect, print_stats
+
+QUESTION_KEYS = {"id", "question", "question_type", "question_time", "answer", "dimension", "digital_trace_ids",
+                 "evidence", "choices", "correct_choice_id"}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    """qa → distractors → filter with the fake provider over every type (plumbing only, not quality)."""
+    out = tmp_path_factory.mktemp("stage4") / "out"
+    world = World(out)
+    world.config["qa"].update(plans_per_type=8, target_per_type=6)
+    for stage in (qa, distractors, filter):
+        world.run(stage)
+    return out
+
+
+def test_fake_run_yields_every_type_as_valid_mcqs(dataset):
+    # Every type reaches mcq.jsonl. (Which survive the filters depends on the fake's random judge verdicts, so
+    # this test does not demand all eight in final.jsonl; it demands that every item is accounted for.)
+    mcq = read_records(dataset / PID / "mcq.jsonl", MCQ)
+    final = read_records(dataset / PID / "final.jsonl", FinalItem)
+    rejected = read_records(dataset / PID / "rejected.jsonl", Rejected)
+    assert {i.question_type for i in mcq} == set(QUESTION_TYPES)
+    assert sorted(i.id for i in mcq) == sorted([*(i.id for i in final), *(r.id for r in rejected)])
+    assert len({i.question_type for i in final}) >= 6
+    for item in mcq:
+        assert [c.id for c in item.choices] == list("ABCDE")
+        assert (item.correct_choice_id == "E") == (item.question_type == "unanswerable")
+
+
+def test_export_round_trips_with_the_release_field_names(dataset):
+    [path] = export_dataset(dataset)
+    assert path == dataset / "export" / "clonemem" / "100k" / f"{PID}_benchmark_en.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    assert set(raw) == {"person_name", "person_id", "context", "questions"}
+    assert raw["person_name"] == "Lin Wei" and raw["person_id"] == PID
+    assert all(set(c) == {"id", "medium", "event_date", "content"} for c in raw["context"])
+    assert all(set(q) == QUESTION_KEYS for q in raw["questions"])
+    assert all(set(e) == {"statement", "digital_trace_ids"} for q in raw["questions"] for e in q["evidence"])
+    assert all(set(c) == {"id", "text"} for q in raw["questions"] for c in q["choices"])
+
+    loaded = load_clonemem(path)
+    traces = read_records(dataset / PID / "traces.jsonl", Trace)
+    assert {c.id for c in loaded.context} == {t.id for t in traces}
+    context = {c.id for c in loaded.context}
+    final = read_records(dataset / PID / "final.jsonl", FinalItem)
+    assert [q.id for q in loaded.questions] == [i.id for i in final]
+    for question in loaded.questions:
+        named = set(question.digital_trace_ids) | {t for e in question.evidence for t in e.digital_trace_ids}
+        assert named <= context
+        assert any(c.id == question.correct_choice_id for c in question.choices)
+
+
+def test_load_clonemem_rejects_unknown_field_names(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"person_name": "a", "person_id": "b", "context": [], "questions": [], "extra": 1}))
+    with pytest.raises(ValueError):
+        load_clonemem(path)
+
+
+def test_size_bucket_follows_trace_tokens(tmp_path, dataset):
+    assert size_bucket(299_999) == "100k" and size_bucket(300_000) == "500k"
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(dataset, copy)
+    traces = read_records(copy / PID / "traces.jsonl", Trace)
+    write_atomic(copy / PID / "traces.jsonl", [t.model_copy(update={"tokens": 20_000}) for t in traces])
+    [path] = export_dataset(copy)
+    assert path.parent.name == "500k"
+    assert not list((copy / "export" / "clonemem").glob("100k/*.json"))  # the old bucket's file is gone
+
+
+def test_review_sheet_and_import_move_a_rejected_item(tmp_path, dataset):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(dataset, out)
+    before = read_records(out / PID / "final.jsonl", FinalItem)
+    sheet = write_review(out, 8, seed=1)
+    with sheet.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 8 and all(r["verdict"] == "" for r in rows)
+    strata = {(i.question_type, i.dimension) for i in before}
+    assert len(strata) >= 8  # so a stratified sample of 8 never repeats a stratum
+    assert len({(r["question_type"], r["dimension"]) for r in rows}) == 8
+    assert all("SECRET TRACE" in r["traces"] for r in rows if r["question_type"] != "unanswerable")
+    rows[0]["verdict"], rows[0]["note"] = "reject", "gold answer is wrong"
+    rows[1]["verdict"] = "ok"
+    with sheet.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    message = import_review(out, sheet)
+    assert "recorded 2 verdict(s); 1 item(s)" in message
+    after = read_records(out / PID / "final.jsonl", FinalItem)
+    assert [i.id for i in after] == [i.id for i in before if i.id != rows[0]["id"]]
+    moved = [r for r in read_records(out / PID / "rejected.jsonl", Rejected) if r.id == rows[0]["id"]]
+    assert len(moved) == 1 and moved[0].filter == "human_review" and moved[0].reason == "gold answer is wrong"
+    # the verdicts are kept, so a re-run of the filter stage rejects the item again
+    verdicts = [json.loads(line) for line in (out / PID / "review_verdicts.jsonl").read_text().splitlines()]
+    assert {(v["id"], v["verdict"]) for v in verdicts} == {(rows[0]["id"], "reject"), (rows[1]["id"], "ok")}
+
+
+def test_refiltering_keeps_human_rejections(tmp_path):
+    out = tmp_path / "out"
+    world = World(out)
+    world.config["qa"].update(types=["factual"], plans_per_type=2, target_per_type=2)
+    for stage in (qa, distractors, filter):
+        world.run(stage)
+    final = read_records(out / PID / "final.jsonl", FinalItem)
+    assert final
+    (out / PID / "review_verdicts.jsonl").write_text(json.dumps({"id": final[0].id, "verdict": "reject",
+                                                                  "reason": "ambiguous"}) + "\n")
+    world.config["filter"]["dedup_threshold"] = 0.9  # any settings change re-runs the stage
+    world.run(filter)
+    rejected = {r.id: r for r in read_records(out / PID / "rejected.jsonl", Rejected)}
+    assert rejected[final[0].id].filter == "human_review" and rejected[final[0].id].reason == "ambiguous"
+
+
+def test_import_refuses_an_unknown_verdict(tmp_path, dataset):
+    sheet = tmp_path / "sheet.jsonl"
+    final = read_records(dataset / PID / "final.jsonl", FinalItem)
+    sheet.write_text(json.dumps({"persona_id": PID, "id": final[0].id, "verdict": "maybe"}) + "\n")
+    with pytest.raises(InputError, match="neither ok nor reject"):
+        import_review(dataset, sheet)
+
+
+def test_stats_print_and_plot(tmp_path, dataset):
+    console = Console(record=True, width=160)
+    data = print_stats(dataset, console, plot=False)
+    text = console.export_text()
+    final = read_records(dataset / PID / "final.jsonl", FinalItem)
+    rejected = read_records(dataset / PID / "rejected.jsonl", Rejected)
+    assert data["final"] == len(final) and sum(data["by_type"].values()) == len(final)
+    assert sum(data["rejected_by_filter"].values()) == len(rejected)
+    assert data["by_medium"] == {"diary": 20, "message_thread": 10}
+    assert data["personas"][PID]["trace_tokens"] == 20 * 40 + 10 * 30
+    graded = [i for i in final if i.question_type != "unanswerable"]
+    assert abs(sum(data["positions"].values()) - 1.0) < 1e-3 if graded else True
+    assert "blind-test accuracy" in text and "message_thread" in text and "correct option is the longest" in text
+    pytest.importorskip("matplotlib")
+    import shutil
+
+    copy = tmp_path / "plots"
+    shutil.copytree(dataset, copy)
+    print_stats(copy, Console(record=True), plot=True)
+    assert (copy / "stats" / "question_types.png").stat().st_size > 0
+    assert collect(copy)["final"] == len(final)

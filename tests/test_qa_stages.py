@@ -1,0 +1,304 @@
+"""Stages qa and distractors on a hand-made persona: grounding, question times, placement, the refinement loop."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from synth import conf
+from synth.jsonl import read_records, write_atomic
+from synth.llm.cache import ResponseCache
+from synth.llm.client import LLM
+from synth.llm.fake import FakeProvider
+from synth.models import (
+    CANNOT_DETERMINE, MCQ, QA, QUESTION_TYPES, AnchorState, BigFive, Event, Evidence, EvidenceRef, LifeArc, Persona,
+    Relation, Trace, mint_id,
+)
+from synth.personas import PersonaSeed
+from synth.runner import RunOptions, run_stage
+from synth.stages import distractors as distractors_stage
+from synth.stages import qa as qa_stage
+from synth.stages.distractors import arrange, correct_position
+
+START = dt.date(2022, 1, 1)
+END = dt.date(2022, 6, 30)
+PID = "p_qa"
+
+CONFIG = {
+    "temperature": 0.5, "max_tokens": 512,
+    "qa": {"window_days": 60, "stride_days": 30, "types": list(QUESTION_TYPES), "target_per_type": 2,
+           "plans_per_type": 3, "max_segment_evidence": 12},
+    "distractors": {"rounds": 3, "length_ratio": 1.5},
+    "filter": {"length_ratio": 1.5, "dedup_threshold": 0.85, "blind_confidence": 0.8},
+}
+
+
+def build_persona_dir(root: Path, language: str = "en") -> Path:
+    """persona, 3 arcs, an event every 9 days with 2 evidence and 1–2 traces (the second one 3 days later)."""
+    persona = Persona(
+        id=PID, persona_id=PID, language=language, scale="100k", start=START, end=END,
+        big_five=BigFive(openness=.6, conscientiousness=.4, extraversion=.3, agreeableness=.7, neuroticism=.6),
+        name="Lin Wei", age=41, gender="male", personality="reserved", family_history="two sisters",
+        education="MBA", occupation="marketing director", concerns=["career"], interests=["fishing"],
+        backstory="moved to the city in 2010",
+        relations=[Relation(id=mint_id(PID, "relation", 0), name="Xiaomei", relation="wife", description="teacher")],
+    )
+    arcs = [LifeArc(id=mint_id(PID, "arc", i), persona_id=PID, dimension=dim, title=f"{dim} arc",
+                    description=f"how his {dim} changes",
+                    anchor_states=[AnchorState(label=f"state {k}", description="d", trigger="t", cues=["c"])
+                                   for k in range(3)])
+            for i, dim in enumerate(("experience", "emotion", "opinion"))]
+    events, evidence, traces = [], [], []
+    for k in range(20):
+        when = dt.datetime.combine(START + dt.timedelta(days=9 * k), dt.time(10))
+        event = Event(id=mint_id(PID, "event", k), persona_id=PID, phase_id="ph", time=when, title=f"event {k}",
+                      description="d", location="home", participant_ids=[])
+        found = [Evidence(id=mint_id(event.id, "evidence", j), persona_id=PID, event_id=event.id,
+                          kind=("fact", "emotion", "opinion")[(k + j) % 3],
+                          statement=f"Statement {k}.{j}: he did thing {k} and felt {j}",
+                          arc_ids=[arcs[(k + j) % 3].id]) for j in range(2)]
+        events.append(event)
+        evidence += found
+        traces.append(Trace(id=mint_id(event.id, "trace", 0), persona_id=PID, event_id=event.id,
+                            evidence_ids=[e.id for e in found], medium="diary", time=when + dt.timedelta(hours=11),
+                            intent="vent", audience="self", content=f"SECRET TRACE {k}: diary about thing {k}",
+                            tokens=40))
+        if k % 2 == 0:
+            traces.append(Trace(id=mint_id(event.id, "trace", 1), persona_id=PID, event_id=event.id,
+                                evidence_ids=[found[0].id], medium="message_thread",
+                                time=when + dt.timedelta(days=3, hours=2), intent="tell", audience="Xiaomei",
+                                content=f"SECRET TRACE {k}b: message about thing {k}", tokens=30))
+    directory = root / PID
+    for name, records in {"persona.jsonl": [persona], "arcs.jsonl": arcs, "events.jsonl": events,
+                          "evidence.jsonl": evidence, "traces.jsonl": traces}.items():
+        write_atomic(directory / name, records)
+    return directory
+
+
+class World:
+    """One persona dir, a fake provider (scriptable) and the run options for run_stage."""
+
+    def __init__(self, root: Path, language: str = "en", config: dict | None = None, provider=None) -> None:
+        self.dir = build_persona_dir(root, language)
+        self.seed = PersonaSeed(id=PID, language=language, start=START, end=END,
+                                big_five={"openness": .6, "conscientiousness": .4, "extraversion": .3,
+                                          "agreeableness": .7, "neuroticism": .6})
+        self.config = json.loads(json.dumps(config or CONFIG))
+        self.fake = provider or FakeProvider(seed=3)
+        route = conf.resolve_route("fake", None)
+        self.options = RunOptions(out=root, config=self.config, route=route)
+        self.cache = ResponseCache(root / "cache.sqlite")
+
+    def run(self, stage):
+        # A fresh client per event loop: its semaphore belongs to the loop that first waits on it.
+        llm = LLM(providers=lambda r: self.fake, cache=self.cache, concurrency=4)
+        return asyncio.run(run_stage(stage.STAGE, self.seed, self.options, llm, self.config))
+
+    def read(self, name: str, model):
+        return read_records(self.dir / name, model)
+
+    def traces(self) -> dict[str, Trace]:
+        return {t.id: t for t in self.read("traces.jsonl", Trace)}
+
+
+@pytest.fixture
+def world(tmp_path) -> World:
+    return World(tmp_path / "out")
+
+
+# ------------------------------------------------------------------------------------------------- qa
+
+def test_qa_items_are_grounded_and_never_asked_before_their_traces(world):
+    world.run(qa_stage)
+    items = world.read("qa.jsonl", QA)
+    traces = world.traces()
+    evidence = {e.id: e for e in world.read("evidence.jsonl", Evidence)}
+    arcs = {a.id: a for a in world.read("arcs.jsonl", LifeArc)}
+    assert items and len({i.id for i in items}) == len(items)
+    assert max(Counter(i.question_type for i in items).values()) <= 2  # target_per_type
+    for item in items:
+        assert item.dimension == arcs[item.arc_id].dimension
+        assert START <= item.question_time.date() <= END + dt.timedelta(days=7)
+        if item.question_type == "unanswerable":
+            assert item.evidence == [] and item.digital_trace_ids == []
+            continue
+        assert item.evidence
+        union = {t for ref in item.evidence for t in ref.digital_trace_ids}
+        assert set(item.digital_trace_ids) == union
+        for ref in item.evidence:
+            assert item.arc_id in evidence[ref.evidence_id].arc_ids
+            assert ref.statement == evidence[ref.evidence_id].statement
+            for trace_id in ref.digital_trace_ids:
+                assert ref.evidence_id in traces[trace_id].evidence_ids
+                assert traces[trace_id].time <= item.question_time
+
+
+def test_qa_plan_schema_constrains_evidence_to_the_segment(world):
+    world.run(qa_stage)
+    plans = [r for r in world.fake.seen if r.task == "qa_plan"]
+    assert plans
+    for request in plans:
+        shown = request.messages[-1]["content"].count("Statement ")
+        enum = request.json_schema["properties"]["evidence"]["items"]["enum"]
+        assert enum == list(range(1, shown + 1))
+        assert request.json_schema["properties"]["evidence"]["minItems"] == 1
+
+
+def test_all_eight_types_are_planned_and_written_with_the_fake(world):
+    world.config["qa"]["plans_per_type"] = 6
+    world.run(qa_stage)
+    assert {i.question_type for i in world.read("qa.jsonl", QA)} == set(QUESTION_TYPES)
+
+
+def one_type(world: World, question_type: str) -> None:
+    world.config["qa"].update(types=[question_type], plans_per_type=1, target_per_type=1)
+
+
+def test_question_time_is_clamped_after_the_newest_needed_trace(world):
+    one_type(world, "factual")
+    world.fake.script = [
+        json.dumps({"feasible": True, "evidence": [1], "temporal_scope": "s", "outline": "o", "absent_topic": ""}),
+        json.dumps({"question": "Hey Lin, what did you do?", "answer": "I did it.", "day_offset": 0, "hour": 7}),
+    ]
+    world.run(qa_stage)
+    [item] = world.read("qa.jsonl", QA)
+    newest = max(world.traces()[t].time for t in item.digital_trace_ids)
+    assert newest.hour >= 7  # the asked hour (7:00 that day) would precede the trace; code moves it later
+    assert item.question_time == newest.replace(minute=0) + dt.timedelta(hours=1)
+
+
+def test_an_infeasible_plan_writes_nothing(world):
+    one_type(world, "causal")
+    world.fake.script = [json.dumps({"feasible": False, "evidence": [1], "temporal_scope": "", "outline": "",
+                                     "absent_topic": ""})]
+    world.run(qa_stage)
+    assert world.read("qa.jsonl", QA) == []
+    assert not [r for r in world.fake.seen if r.task == "qa_write"]
+
+
+def test_a_single_point_selection_cannot_carry_a_comparison(world):
+    one_type(world, "comparison")
+    world.fake.script = [json.dumps({"feasible": True, "evidence": [2], "temporal_scope": "", "outline": "",
+                                     "absent_topic": ""})]
+    world.run(qa_stage)
+    assert world.read("qa.jsonl", QA) == []
+
+
+# ---------------------------------------------------------------------------------------- distractors
+
+ANSWER = "I finally told Xiaomei how lost I felt, after weeks of hiding in the car downstairs."
+SAME_LENGTH = [
+    "I only opened up because Xinyu drew a picture of our family that made me cry at dinner.",
+    "A counsellor my boss recommended convinced me to talk to Xiaomei about the pressure I had.",
+    "My mother's phone call about her rehab made me realise I should confide in my sister first.",
+    "Old Zhang told me to take the branch job, and leaving town gave us space to finally talk again.",
+]
+
+
+def hand_qa(world: World, question_type: str = "causal") -> QA:
+    traces = list(world.traces().values())
+    evidence = world.read("evidence.jsonl", Evidence)
+    first = evidence[0]
+    carrying = [t.id for t in traces if first.id in t.evidence_ids]
+    unanswerable = question_type == "unanswerable"
+    qa = QA(id=mint_id(PID, "qa", question_type), persona_id=PID, question_type=question_type,
+            dimension="emotion", arc_id=first.arc_ids[0], question_time=dt.datetime(2022, 3, 1, 20),
+            question="Lin, what changed back then?",
+            answer=CANNOT_DETERMINE["en"] if unanswerable else ANSWER,
+            evidence=[] if unanswerable else [EvidenceRef(statement=first.statement, evidence_id=first.id,
+                                                          digital_trace_ids=carrying)],
+            digital_trace_ids=[] if unanswerable else carrying, window_end=dt.date(2022, 3, 1))
+    write_atomic(world.dir / "qa.jsonl", [qa])
+    return qa
+
+
+def distractor_reply(texts=SAME_LENGTH) -> str:
+    return json.dumps({"distractors": [{"text": t, "why_wrong": "wrong trigger"} for t in texts]})
+
+
+def verdict_reply(too_easy: bool, reason: str, choice: str = "A") -> str:
+    return json.dumps({"choice": choice, "too_easy": too_easy, "reason": reason})
+
+
+def test_refinement_loop_regenerates_until_the_validator_is_satisfied(world):
+    qa = hand_qa(world)
+    # each round's options differ (identical options would replay the cached verdict, by design)
+    world.fake.script = [
+        distractor_reply([t + " (1)" for t in SAME_LENGTH]), verdict_reply(True, "EASY-1: only one mentions Xiaomei"),
+        distractor_reply([t + " (2)" for t in SAME_LENGTH]), verdict_reply(True, "EASY-2: the others are generic"),
+        distractor_reply(), verdict_reply(False, "needs the trajectory", "C"),
+    ]
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert [(r.round, r.too_easy) for r in mcq.refinement] == [(1, True), (2, True), (3, False)]
+    assert mcq.refinement[-1].validator_choice == "C"
+    assert [r.task for r in world.fake.seen] == ["distractors", "distractors_validate"] * 3
+    writes = [r.messages[-1]["content"] for r in world.fake.seen if r.task == "distractors"]
+    assert "EASY-1" not in writes[0] and "EASY-1" in writes[1] and "EASY-2" in writes[2]
+    for request in world.fake.seen:
+        if request.task == "distractors_validate":
+            text = " ".join(m["content"] for m in request.messages)
+            assert "SECRET TRACE" not in text and "Statement" not in text  # no traces, no evidence
+    position = correct_position(qa.id)
+    assert mcq.correct_choice_id == "ABCD"[position] and mcq.choices[position].text == ANSWER
+    assert [c.id for c in mcq.choices] == list("ABCDE") and mcq.choices[4].text == CANNOT_DETERMINE["en"]
+    # the three distractors closest in length to the answer are kept; the fourth is the spare
+    kept = [c.text for c in mcq.choices[:4] if c.text != ANSWER]
+    spare = max(SAME_LENGTH, key=lambda t: (abs(len(t) - len(ANSWER)), SAME_LENGTH.index(t)))
+    assert kept == [t for t in SAME_LENGTH if t != spare]
+
+
+def test_rounds_are_capped_and_the_last_options_stand(world):
+    hand_qa(world)
+    world.config["distractors"]["rounds"] = 2
+    world.fake.script = [distractor_reply(), verdict_reply(True, "easy"),
+                         distractor_reply([t + "!" for t in SAME_LENGTH]), verdict_reply(True, "still easy")]
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert [r.too_easy for r in mcq.refinement] == [True, True]
+    assert len(world.fake.seen) == 4
+    assert len(world.fake.seen) == 4 and mcq.refinement[-1].reason == "still easy"
+
+
+def test_length_guard_asks_again_without_calling_the_validator(world):
+    hand_qa(world)
+    short = ["No.", "Work.", "My mom.", "Nothing."]
+    world.fake.script = [distractor_reply(short), distractor_reply(), verdict_reply(False, "fine")]
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert [r.task for r in world.fake.seen] == ["distractors", "distractors", "distractors_validate"]
+    assert mcq.refinement[0].too_easy and mcq.refinement[0].reason.startswith("length guard")
+    assert mcq.refinement[0].validator_choice == ""
+    assert "length guard" in world.fake.seen[1].messages[-1]["content"]
+
+
+def test_unanswerable_items_make_e_correct_and_use_all_four_distractors(world):
+    hand_qa(world, "unanswerable")
+    world.fake.script = [distractor_reply(), verdict_reply(False, "fine", "E")]
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert mcq.correct_choice_id == "E"
+    assert [c.text for c in mcq.choices] == [*SAME_LENGTH, CANNOT_DETERMINE["en"]]
+
+
+def test_correct_position_is_deterministic_and_uniform():
+    ids = [mint_id("p", "qa", i) for i in range(4000)]
+    counts = Counter(correct_position(i) for i in ids)
+    assert set(counts) == {0, 1, 2, 3}
+    assert all(abs(c / 4000 - 0.25) < 0.03 for c in counts.values())
+    assert [correct_position(i) for i in ids[:50]] == [correct_position(i) for i in ids[:50]]
+
+
+def test_arrange_keeps_the_answer_at_its_seeded_slot_in_chinese_too():
+    qa = QA(id="q1", persona_id="p", question_type="factual", dimension="experience", arc_id="a",
+            question_time=dt.datetime(2022, 1, 1), question="?", answer="答案", evidence=[], digital_trace_ids=[],
+            window_end=dt.date(2022, 1, 1))
+    choices, correct = arrange(qa, ["甲乙", "乙", "丙丙丙丙丙丙", "丁"], "zh")
+    assert choices[4].text == CANNOT_DETERMINE["zh"]
+    assert choices["ABCD".index(correct)].text == "答案" and correct == "ABCD"[correct_position("q1")]
+    assert [c.text for c in choices[:4] if c.text != "答案"] == ["甲乙", "乙", "丁"]  # the longest one is spare

@@ -1,0 +1,107 @@
+"""Golden renders of the stage-IV templates in English and Chinese: prefix split, variables, language, type text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_qa_stages import build_persona_dir
+
+from synth.jsonl import read_records
+from synth.models import CANNOT_DETERMINE, QUESTION_TYPES, LifeArc, Persona
+from synth.prompts import render
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+TEMPLATES = ("qa_plan.j2", "qa_write.j2", "distractors_write.j2", "distractors_validate.j2",
+             "filter_sufficiency.j2", "filter_blind.j2")
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory):
+    directory = build_persona_dir(tmp_path_factory.mktemp("tpl"))
+    return read_records(directory / "persona.jsonl", Persona)[0], read_records(directory / "arcs.jsonl", LifeArc)
+
+
+def variables(template: str, persona: Persona, arcs: list[LifeArc], language: str, question_type: str = "causal"):
+    evidence = [{"index": 1, "date": "2022-02-01", "kind": "emotion", "statement": "EVIDENCE-ONE", "recent": True,
+                 "media": ["diary"]}]
+    traces = [{"medium": "diary", "time": "2022-02-01T21:00", "content": "TRACE-CONTENT"}]
+    choices = [{"id": c, "text": f"OPTION-{c}"} for c in "ABCDE"]
+    common = {"persona": persona, "arcs": arcs, "question_type": question_type}
+    return {
+        "qa_plan.j2": {**common, "arc": arcs[0], "window_start": "2022-01-01", "window_end": "2022-03-01",
+                       "evidence": evidence},
+        "qa_write.j2": {**common, "arc": arcs[0], "window_start": "2022-01-01", "window_end": "2022-03-01",
+                        "evidence": evidence, "traces": traces, "temporal_scope": "SCOPE", "outline": "OUTLINE",
+                        "absent_topic": "ABSENT-TOPIC", "base_date": "2022-02-01", "base_time": "2022-02-01T21:00"},
+        "distractors_write.j2": {**common, "dimension": "emotion", "question_time": "2022-03-02T20:00",
+                                 "question": "QUESTION-TEXT", "answer": "ANSWER-TEXT",
+                                 "unanswerable": question_type == "unanswerable",
+                                 "cannot_determine": CANNOT_DETERMINE[language], "evidence": evidence,
+                                 "traces": traces, "target_chars": 77,
+                                 "feedback": [{"round": 1, "reason": "FEEDBACK-REASON"}]},
+        "distractors_validate.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00",
+                                    "choices": choices},
+        "filter_sufficiency.j2": {"question_type": question_type, "question": "QUESTION-TEXT",
+                                  "answer": "ANSWER-TEXT", "unanswerable": question_type == "unanswerable",
+                                  "evidence": evidence, "traces": traces},
+        "filter_blind.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00", "choices": choices},
+    }[template]
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_template_renders_a_system_prefix_and_a_task(people, template, language):
+    persona, arcs = people
+    messages = render(template, language=language, **variables(template, persona, arcs, language))
+    assert [m["role"] for m in messages] == ["system", "user"]
+    system, task = messages[0]["content"], messages[1]["content"]
+    assert "QUESTION-TEXT" in task or "EVIDENCE-ONE" in task
+    assert "{{" not in system + task and "{%" not in system + task
+    if language == "zh":
+        assert "简体中文" in system  # asks for Chinese output
+        assert len(CJK.findall(task)) > 20
+    else:
+        assert not CJK.search(system + task)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_persona_prefix_is_shared_and_stable(people, language):
+    persona, arcs = people
+    plan_a = render("qa_plan.j2", language=language, **variables("qa_plan.j2", persona, arcs, language, "factual"))
+    plan_b = render("qa_plan.j2", language=language, **variables("qa_plan.j2", persona, arcs, language, "pattern"))
+    write = render("qa_write.j2", language=language, **variables("qa_write.j2", persona, arcs, language))
+    assert plan_a[0] == plan_b[0] == write[0]  # one cacheable prefix for the whole qa stage
+    assert persona.name in plan_a[0]["content"] and arcs[2].title in plan_a[0]["content"]
+    assert "Xiaomei" in plan_a[0]["content"]  # relations
+    assert plan_a[1] != plan_b[1]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("question_type", QUESTION_TYPES)
+def test_each_type_definition_is_rendered(people, language, question_type):
+    persona, arcs = people
+    task = render("qa_plan.j2", language=language,
+                  **variables("qa_plan.j2", persona, arcs, language, question_type))[1]["content"]
+    line = next(line for line in task.splitlines() if question_type in line and "—" in line)
+    assert len(line) > len(question_type) + 15  # the definition itself, not just the name
+    assert ("absent_topic：一个" in task or "absent_topic: a concrete topic" in task) == (question_type == "unanswerable")
+
+
+def test_no_context_tasks_see_no_persona_or_traces(people):
+    persona, arcs = people
+    for template in ("distractors_validate.j2", "filter_blind.j2"):
+        text = " ".join(m["content"] for m in render(template, language="en",
+                                                     **variables(template, persona, arcs, "en")))
+        assert persona.name not in text and "TRACE-CONTENT" not in text and "OPTION-E" in text
+
+
+def test_distractor_prompt_carries_feedback_length_and_the_unanswerable_switch(people):
+    persona, arcs = people
+    answerable = render("distractors_write.j2", language="en",
+                        **variables("distractors_write.j2", persona, arcs, "en"))[1]["content"]
+    assert "FEEDBACK-REASON" in answerable and "77 characters" in answerable and "ANSWER-TEXT" in answerable
+    assert "wrong trigger" in answerable
+    unanswerable = render("distractors_write.j2", language="en",
+                          **variables("distractors_write.j2", persona, arcs, "en", "unanswerable"))[1]["content"]
+    assert CANNOT_DETERMINE["en"] in unanswerable and "nothing in the records supports it" in unanswerable
