@@ -23,7 +23,7 @@ from synth.personas import PersonaSeed
 from synth.runner import RunOptions, run_stage
 from synth.stages import distractors as distractors_stage
 from synth.stages import qa as qa_stage
-from synth.stages.distractors import arrange, correct_position
+from synth.stages.distractors import arrange, balanced_positions
 
 START = dt.date(2022, 1, 1)
 END = dt.date(2022, 6, 30)
@@ -244,7 +244,7 @@ def test_refinement_loop_regenerates_until_the_validator_is_satisfied(world):
         if request.task == "distractors_validate":
             text = " ".join(m["content"] for m in request.messages)
             assert "SECRET TRACE" not in text and "Statement" not in text  # no traces, no evidence
-    position = correct_position(qa.id)
+    position = balanced_positions([qa.id])[qa.id]
     assert mcq.correct_choice_id == "ABCD"[position] and mcq.choices[position].text == ANSWER
     assert [c.id for c in mcq.choices] == list("ABCDE") and mcq.choices[4].text == CANNOT_DETERMINE["en"]
     # the three distractors closest in length to the answer are kept; the fourth is the spare
@@ -286,19 +286,25 @@ def test_unanswerable_items_make_e_correct_and_use_all_four_distractors(world):
     assert [c.text for c in mcq.choices] == [*SAME_LENGTH, CANNOT_DETERMINE["en"]]
 
 
-def test_correct_position_is_deterministic_and_uniform():
-    ids = [mint_id("p", "qa", i) for i in range(4000)]
-    counts = Counter(correct_position(i) for i in ids)
+def test_correct_positions_are_deterministic_balanced_and_not_a_fixed_cycle():
+    ids = [mint_id("p", "qa", i) for i in range(30)]
+    positions = balanced_positions(ids)
+    counts = Counter(positions.values())
     assert set(counts) == {0, 1, 2, 3}
-    assert all(abs(c / 4000 - 0.25) < 0.03 for c in counts.values())
-    assert [correct_position(i) for i in ids[:50]] == [correct_position(i) for i in ids[:50]]
+    assert max(counts.values()) - min(counts.values()) <= 1  # balanced even on a small persona
+    assert balanced_positions(list(reversed(ids))) == positions  # depends on the ids, not their order
+    assert len({tuple(positions[i] for i in ids[k:k + 4]) for k in range(0, 28, 4)}) > 1
+    # every single item is uniform over A–D across many personas
+    firsts = Counter(balanced_positions([mint_id(f"p{n}", "qa", 0), mint_id(f"p{n}", "qa", 1)])[mint_id(f"p{n}", "qa", 0)]
+                     for n in range(4000))
+    assert all(abs(c / 4000 - 0.25) < 0.03 for c in firsts.values())
 
 
 def test_arrange_keeps_the_answer_at_its_seeded_slot_in_chinese_too():
     qa = QA(id="q1", persona_id="p", question_type="factual", dimension="experience", arc_id="a",
             question_time=dt.datetime(2022, 1, 1), question="?", answer="答案", evidence=[], digital_trace_ids=[],
             window_end=dt.date(2022, 1, 1))
-    choices, correct = arrange(qa, ["甲乙", "乙", "丙丙丙丙丙丙", "丁"], "zh")
+    choices, correct = arrange(qa, ["甲乙", "乙", "丙丙丙丙丙丙", "丁"], "zh", 2)
     assert choices[4].text == CANNOT_DETERMINE["zh"]
-    assert choices["ABCD".index(correct)].text == "答案" and correct == "ABCD"[correct_position("q1")]
+    assert choices[2].text == "答案" and correct == "C"
     assert [c.text for c in choices[:4] if c.text != "答案"] == ["甲乙", "乙", "丁"]  # the longest one is spare

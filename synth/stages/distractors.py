@@ -28,9 +28,19 @@ class Verdict(BaseModel):
     reason: str
 
 
-def correct_position(qa_id: str) -> int:
-    """Where the correct answer goes among A–D: uniform, and the same on every run (keyed on the QA id)."""
-    return random.Random(content_hash(["position", qa_id])).randrange(4)
+def balanced_positions(qa_ids: list[str]) -> dict[str, int]:
+    """Where each correct answer goes among A–D: every item's position is uniform over A–D, yet the persona's
+    items are balanced (each block of four, in a seeded order, uses every position once), so the position
+    distribution stays within a point or two of 25% instead of drifting as independent draws do on small sets.
+    Deterministic: keyed on the QA ids only."""
+    order = sorted(qa_ids, key=lambda qa_id: content_hash(["position", qa_id]))
+    positions: dict[str, int] = {}
+    for start in range(0, len(order), 4):
+        block = order[start : start + 4]
+        slots = [0, 1, 2, 3]
+        random.Random(content_hash(["positions", block])).shuffle(slots)
+        positions.update(zip(block, slots))
+    return positions
 
 
 def closest_in_length(texts: list[str], target: int, count: int) -> list[str]:
@@ -39,13 +49,12 @@ def closest_in_length(texts: list[str], target: int, count: int) -> list[str]:
     return [texts[i] for i in sorted(ranked)]
 
 
-def arrange(qa: QA, distractors: list[str], language: str) -> tuple[list[Choice], str]:
+def arrange(qa: QA, distractors: list[str], language: str, position: int) -> tuple[list[Choice], str]:
     """A–D and E. Unanswerable: the four distractors fill A–D and E is correct. Otherwise the answer sits at its
     seeded position among the three distractors closest to it in length, and E is a fifth wrong option."""
     if qa.question_type == "unanswerable":
         texts, correct = list(distractors[:4]), "E"
     else:
-        position = correct_position(qa.id)
         texts = closest_in_length(list(distractors), len(qa.answer), 3)
         texts.insert(position, qa.answer)
         correct = CHOICE_IDS[position]
@@ -107,7 +116,7 @@ class Refiner:
             written = await self.ctx.ask("distractors", "distractors_write.j2", self.write_variables(qa, feedback),
                                          DistractorSet)
             texts = [d.text.strip() for d in written.distractors]
-            choices, correct = arrange(qa, texts, self.ctx.language)
+            choices, correct = arrange(qa, texts, self.ctx.language, self.positions.get(qa.id, 0))
             problem = code_guard(qa, texts, self.ctx.language, self.length_ratio)
             if problem:
                 verdict = RefinementRound(round=number, too_easy=True, reason=problem, validator_choice="")
@@ -130,13 +139,15 @@ class Refiner:
 
 async def run(ctx: StageContext) -> None:
     refiner = Refiner(ctx)
+    items = ctx.read("qa.jsonl")
+    refiner.positions = balanced_positions([qa.id for qa in items if qa.question_type != "unanswerable"])
 
     def unit(qa: QA):
         async def work():
             return {"mcq.jsonl": [await refiner.refine(qa)]}
         return work
 
-    await ctx.units([(qa.id, unit(qa)) for qa in ctx.read("qa.jsonl")])
+    await ctx.units([(qa.id, unit(qa)) for qa in items])
 
 
 STAGE = Stage(

@@ -1,0 +1,83 @@
+"""End to end with the fake provider (plumbing only): every stage, validate, export, reruns and template edits."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import PERSONAS, REPO, run_synth, synth_env
+from synth.models import QUESTION_TYPES
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def manifest(out: Path, persona: str, stage: str) -> dict:
+    return json.loads((out / persona / "manifests" / f"{stage}.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("small") / "data"
+    result = run_synth("run", "--preset", "small", "--provider", "fake", "--out", str(out), "--personas", str(PERSONAS))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def test_tiny_run_writes_every_file_validates_and_exports(tiny_dataset):
+    persona = next(p for p in tiny_dataset.iterdir() if (p / "persona.jsonl").is_file())
+    for name in ("persona", "seeds", "arcs", "major_events", "phases", "events", "evidence", "traces", "qa", "mcq",
+                 "final", "rejected"):
+        assert (persona / f"{name}.jsonl").is_file(), name
+    for stage in ("persona", "arcs", "phases", "events", "traces", "qa", "distractors", "filter"):
+        m = manifest(tiny_dataset, persona.name, stage)
+        assert m["status"] == "complete" and m["provider"] == "fake"
+    assert run_synth("validate", "--out", str(tiny_dataset)).returncode == 0
+    exported = list((tiny_dataset / "export" / "clonemem").glob("*/*_benchmark_en.json"))
+    assert len(exported) == 1
+
+
+def test_small_yields_all_question_types_valid_mcqs_and_a_round_tripping_export(small_run):
+    persona = "p01_maya"
+    mcq = records(small_run / persona / "mcq.jsonl")
+    assert set(Counter(m["question_type"] for m in mcq)) == set(QUESTION_TYPES)
+    for item in mcq:
+        assert [c["id"] for c in item["choices"]] == list("ABCDE")
+        assert item["choices"][4]["text"] == "Cannot be determined based on available information"
+        assert (item["correct_choice_id"] == "E") == (item["question_type"] == "unanswerable")
+    final = records(small_run / persona / "final.jsonl")
+    assert len({f["question_type"] for f in final}) >= 6  # the fake's judges reject some at random
+    [path] = (small_run / "export" / "clonemem").glob(f"*/{persona}_benchmark_en.json")
+    data = json.loads(path.read_text())
+    assert set(data) >= {"person_name", "person_id", "context", "questions"}
+    context = {c["id"] for c in data["context"]}
+    assert len(data["questions"]) == len(final)
+    for q in data["questions"]:
+        assert set(q["digital_trace_ids"]) <= context
+        assert all(set(e["digital_trace_ids"]) <= context for e in q["evidence"])
+    assert run_synth("validate", "--out", str(small_run)).returncode == 0
+
+
+def test_an_unchanged_rerun_makes_no_calls_and_a_qa_template_edit_reruns_only_downstream(small_run, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(small_run, out)
+    again = run_synth("run", "--preset", "small", "--provider", "fake", "--out", str(out), "--personas", str(PERSONAS))
+    assert again.returncode == 0 and "done: 0 stage run(s)" in again.stderr
+    prompts = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", prompts)
+    template = prompts / "qa_write.j2"
+    template.write_text(template.read_text() + "\n{# edited #}\nKeep it short.\n")
+    before = {s: manifest(out, "p01_maya", s)["finished_at"] for s in ("persona", "arcs", "phases", "events", "traces")}
+    edited = run_synth("run", "--preset", "small", "--provider", "fake", "--out", str(out), "--personas",
+                       str(PERSONAS), env=synth_env(SYNTH_PROMPTS_DIR=str(prompts)))
+    assert edited.returncode == 0, edited.stderr[-2000:]
+    after = {s: manifest(out, "p01_maya", s)["finished_at"] for s in before}
+    assert after == before  # no upstream stage ran, so no upstream model call was made
+    qa = manifest(out, "p01_maya", "qa")
+    assert qa["provider_calls"] > 0 and qa["cache_hits"] > 0  # plans replayed, writes re-asked
+    assert "p01_maya/qa:" in edited.stderr and "p01_maya/traces:" not in edited.stderr
