@@ -89,7 +89,7 @@ def _personas(paths: list[Path] | None) -> list[Path]:
 
 
 def _session(out, personas, persona, preset, provider, model, base_url, concurrency=None, budget_usd=None,
-             max_tokens=None, config=None, force=False, seed=0, announce=True, write=True):
+             max_tokens=None, config=None, force=False, seed=0, announce=True, write=True, batch=False):
     from synth.pipeline import open_session
 
     name, reason = conf.choose_provider(provider)
@@ -102,11 +102,11 @@ def _session(out, personas, persona, preset, provider, model, base_url, concurre
             "ANTHROPIC_API_KEY / OPENAI_API_KEY", highlight=False)
     return open_session(_out(out, preset), _personas(personas), persona or [], preset, name, model, base_url,
                         concurrency, budget_usd, max_tokens, config, force=force, seed=seed,
-                        write_dataset_json=write)
+                        write_dataset_json=write, batch=batch)
 
 
 def _run(names: list[str], *, out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
-         max_tokens, config, force, seed, only_stale: bool, export: bool) -> None:
+         max_tokens, config, force, seed, only_stale: bool, export: bool, batch: bool = False) -> None:
     from synth.pipeline import locked, run_stages
 
     preset = _preset(preset, provider)
@@ -122,7 +122,7 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
     provider_factory(float(preset_cfg["timeout_s"]))(conf.resolve_route(name, model, base_url))
     with locked(target):
         session = _session(out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
-                           max_tokens, config, force, seed)
+                           max_tokens, config, force, seed, batch=batch)
         try:
             results = asyncio.run(run_stages(session, names, force=force, only_stale=only_stale))
             ran = sum(len(v) for v in results.values())
@@ -181,11 +181,9 @@ def run_command(out: Out = None, personas: Personas = None, persona: PersonaId =
         estimate(preset=preset, provider=provider, model=model, base_url=base_url, personas=_personas(personas),
                  persona=persona or [], config=config, batch=batch, console=out_console)
         return
-    if batch:
-        os.environ["SYNTH_BATCH"] = "1"
     _run(stage_order(), out=out, personas=personas, persona=persona, preset=preset, provider=provider, model=model,
          base_url=base_url, concurrency=concurrency, budget_usd=budget_usd, max_tokens=max_tokens, config=config,
-         force=force, seed=seed, only_stale=True, export=True)
+         force=force, seed=seed, only_stale=True, export=True, batch=batch)
 
 
 @app.command("status")

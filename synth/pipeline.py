@@ -139,7 +139,7 @@ def select_personas(paths: list[Path], only: list[str], config: dict) -> list[Pe
 def open_session(out: Path, personas: list[Path], only: list[str], preset: str, provider: str, model: str | None,
                  base_url: str | None, concurrency: int | None, budget_usd: float | None, max_tokens: int | None,
                  config_file: Path | None, force: bool = False, seed: int = 0,
-                 write_dataset_json: bool = True) -> Session:
+                 write_dataset_json: bool = True, batch: bool = False) -> Session:
     config = conf.preset_config(preset, config_file)
     if concurrency:
         config["concurrency"] = concurrency
@@ -160,10 +160,17 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
         max_attempts=int(config["max_attempts"]),
         timeout_s=float(config["timeout_s"]),
     )
+    if batch:
+        from synth.llm.batch import BatchDispatcher
+
+        knobs = config.get("batch", {})
+        llm.batch = BatchDispatcher(out, cache, llm.provider, window_s=float(knobs.get("window_s", 0.5)),
+                                    max_requests=int(knobs.get("max_requests", 10000)),
+                                    poll_s=float(knobs.get("poll_s", 15.0)))
     if write_dataset_json:
         write_json_atomic(out / "dataset.json", {
             "preset": preset, "provider": route.provider, "model": route.model, "base_url": route.base_url,
-            "personas": [s.id for s in seeds], "config": {k: v for k, v in config.items() if not k.startswith("_")},
+            "personas": [s.id for s in seeds], "batch": batch, "config": {k: v for k, v in config.items() if not k.startswith("_")},
             "scale_overrides": config.get("_scale", {}),
         })
     return Session(options=options, seeds=seeds, configs=configs, llm=llm, cache=cache)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
@@ -19,6 +20,9 @@ from synth.llm.cache import ResponseCache, cache_key
 from synth.llm.fake import estimate_tokens
 from synth.llm.limits import Budget, RateLimiter
 from synth.prompts import render_text
+
+if TYPE_CHECKING:
+    from synth.llm.batch import BatchDispatcher
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -97,6 +101,7 @@ class LLM:
         backoff_base_s: float = 0.5,
         backoff_cap_s: float = 30.0,
         limits: Callable[[Route], tuple[float | None, float | None]] | None = None,
+        batch: "BatchDispatcher | None" = None,
     ) -> None:
         self._make_provider = providers
         self._providers: dict[tuple, Provider] = {}
@@ -109,6 +114,7 @@ class LLM:
         self.max_attempts = max_attempts
         self.timeout_s = timeout_s
         self._wait = _wait(backoff_base_s, backoff_cap_s)
+        self.batch = batch  # set: requests go through the provider's batch API (synth run --batch)
 
     def provider(self, route: Route) -> Provider:
         key = (route.provider, route.base_url)
@@ -190,8 +196,10 @@ class LLM:
         provider = self.provider(route)
         limiter = self.limiter(route)
         try:
-            async with self.semaphore:
-                await limiter.acquire(reserve_tokens)
+            # A batch queues on the provider's side: it takes no concurrency slot, rate limit or timeout here.
+            async with contextlib.nullcontext() if self.batch is not None else self.semaphore:
+                if self.batch is None:
+                    await limiter.acquire(reserve_tokens)
                 async for attempt in AsyncRetrying(
                     stop=stop_after_attempt(self.max_attempts),
                     wait=self._wait,
@@ -202,7 +210,10 @@ class LLM:
                         if attempt.retry_state.attempt_number > 1:
                             stats.retries += 1
                         try:
-                            response = await asyncio.wait_for(provider.complete(request, route.model), self.timeout_s)
+                            if self.batch is not None:
+                                response = await self.batch.complete(route, request)
+                            else:
+                                response = await asyncio.wait_for(provider.complete(request, route.model), self.timeout_s)
                         except asyncio.TimeoutError:
                             raise TransportError(f"timed out after {self.timeout_s:g}s") from None
                         except TransportError as exc:
@@ -212,7 +223,8 @@ class LLM:
             limiter.on_success()
             usage = response.usage
             used_usd = route.cost(
-                usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens
+                usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens,
+                batch=self.batch is not None,
             )
             used_tokens = usage.input_tokens + usage.output_tokens
             stats.provider_calls += 1

@@ -20,6 +20,7 @@ class RateLimiter:
         self._req_level = rpm or 0.0
         self._tok_level = tpm or 0.0
         self._stamp = clock()
+        self._last_cut = float("-inf")
         self._lock = asyncio.Lock()
 
     def _refill(self) -> None:
@@ -52,8 +53,14 @@ class RateLimiter:
                 self._tok_level -= min(tokens, self.tpm)
 
     def on_rate_limited(self) -> None:
+        # Many in-flight requests see the same 429 burst: cut once per second, not once per request.
+        now = self._clock()
+        if now - self._last_cut < 1.0:
+            return
+        self._last_cut = now
         self.factor = max(0.05, self.factor / 2)
         self._req_level = min(self._req_level, 0.0)
+        self._tok_level = min(self._tok_level, 0.0)
 
     def on_success(self) -> None:
         self.factor = min(1.0, self.factor * 1.05)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import datetime as dt
 import difflib
 import json
@@ -159,8 +161,8 @@ class Judge:
         return await self.ctx.ask("filter_blind", "filter_blind.j2", variables, Blind)
 
     async def check(self, item: MCQ) -> dict:
-        support = await self.sufficiency(item)
-        blind = await self.blind(item)
+        # Independent judgements: ask both at once (one level off the stage's critical path).
+        support, blind = await asyncio.gather(self.sufficiency(item), self.blind(item))
         return {"supported": support.supported, "support_reason": support.reason, "blind_choice": blind.choice,
                 "blind_confidence": blind.confidence, "blind_reason": blind.reason}
 

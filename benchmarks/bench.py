@@ -1,0 +1,210 @@
+"""`make bench`: the `small` preset against the fake server at a fixed latency, concurrent and sequential, compared
+with the critical-path lower bound of the run's own dependency structure; then an unchanged re-run, and the
+pipeline's CPU overhead per call at zero latency. The last line printed is one JSON object.
+
+The fake server runs as a subprocess so its CPU time stays out of the pipeline's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from synth.llm import providers
+from synth.llm.base import LLMRequest, ProviderResponse
+from synth.pipeline import open_session, run_stages
+from synth.runner import stage_order, stages
+
+ROOT = Path(__file__).resolve().parents[1]
+# The longest chain of dependent calls inside each stage, for one persona (see `stage_depths`): fixed depths for
+# stages whose units are short fixed chains; sequential stages count all their calls; distractors read each item's
+# refinement rounds. The filter's sufficiency and blind checks do not depend on each other: one level.
+FIXED_DEPTH = {"persona": 1, "events": 1, "traces": 2, "qa": 2, "filter": 1}
+SEQUENTIAL = ("arcs", "phases")  # arcs: seeds → plan → major events; phases: init, then generate → update per phase
+
+
+@dataclass
+class Call:
+    task: str
+    start: float
+    end: float
+
+
+@dataclass
+class Tracer:
+    """Wraps the openai provider so each complete() is recorded with its task and start/end times."""
+
+    calls: list[Call] = field(default_factory=list)
+
+    def wrap(self, make):
+        tracer = self
+
+        class Traced:
+            def __init__(self, inner) -> None:
+                self.inner = inner
+                self.name = inner.name
+                self.key_env = inner.key_env
+
+            async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
+                start = time.perf_counter()
+                response = await self.inner.complete(request, model)
+                tracer.calls.append(Call(request.task, start, time.perf_counter()))
+                return response
+
+        return lambda route, timeout_s, seed: Traced(make(route, timeout_s, seed))
+
+
+class Server:
+    """`python -m synth.testing.fake_server` on a free port, as a subprocess."""
+
+    def __init__(self, latency_ms: float) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "synth.testing.fake_server", "--port", "0", "--latency-ms", str(latency_ms)],
+            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        line = self.proc.stdout.readline()
+        match = re.search(r"(http://\S+)", line)
+        if not match:
+            self.proc.kill()
+            raise RuntimeError(f"the fake server did not start: {line!r}")
+        self.url = match.group(1)
+
+    def stats(self) -> dict:
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + "/_stats") as response:
+            return json.loads(response.read())
+
+    def chat_calls(self) -> int:
+        return self.stats()["by_path"].get("/v1/chat/completions", 0)
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def run_once(out: Path, preset: str, base_url: str, concurrency: int | None) -> tuple[float, str | None]:
+    """One `synth run` of every stage (in-process, no progress bars); returns wall seconds and any error."""
+    session = open_session(out, [ROOT / "personas"], [], preset, "openai", "fake", base_url, concurrency,
+                           None, None, None)
+    error = None
+    start = time.perf_counter()
+    try:
+        asyncio.run(run_stages(session, stage_order(), show_progress=False))
+    except Exception as exc:  # noqa: BLE001 - a failing stage is reported, the numbers of what ran still count
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        session.close()
+    return time.perf_counter() - start, error
+
+
+def stage_depths(persona: Path) -> dict[str, int]:
+    """Dependent calls on the longest chain of each stage that ran for one persona directory."""
+    depths: dict[str, int] = {}
+    for stage in stage_order():
+        path = persona / "manifests" / f"{stage}.json"
+        if not path.is_file():
+            continue
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        if not manifest.get("provider_calls"):
+            depths[stage] = 0
+        elif stage in SEQUENTIAL:
+            depths[stage] = manifest["provider_calls"]
+        elif stage == "distractors":
+            depths[stage] = max((distractor_chain(item) for item in read_jsonl(persona / "mcq.jsonl")), default=0)
+        else:
+            depths[stage] = FIXED_DEPTH.get(stage, 1)
+    return depths
+
+
+def distractor_chain(item: dict) -> int:
+    """write → validate per round; a round the code guard rejected made no validator call."""
+    return sum(1 + (1 if r.get("validator_choice") else 0) for r in item.get("refinement", []))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def critical_path_calls(out: Path) -> tuple[int, dict[str, int]]:
+    """Personas run in parallel and stages in order within one: the worst persona's sum of stage depths."""
+    best: tuple[int, dict[str, int]] = (0, {})
+    for persona in sorted(p for p in out.iterdir() if (p / "manifests").is_dir()):
+        depths = stage_depths(persona)
+        best = max(best, (sum(depths.values()), depths), key=lambda x: x[0])
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="small")
+    parser.add_argument("--latency-ms", type=float, default=200.0)
+    parser.add_argument("--concurrency", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--skip-sequential", action="store_true", help="skip the concurrency-1 run (quick checks)")
+    parser.add_argument("--trace", type=Path, default=None, help="write the concurrent run's calls (JSONL) here")
+    args = parser.parse_args(argv)
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+
+    tracer = Tracer()
+    providers.REGISTRY["openai"] = tracer.wrap(providers.REGISTRY["openai"])
+    latency_s = args.latency_ms / 1000
+    with tempfile.TemporaryDirectory(prefix="synth-bench-") as tmp:
+        tmp_path = Path(tmp)
+        with Server(args.latency_ms) as server:
+            base_url = server.url + "/v1"
+            wall_s, error = run_once(tmp_path / "concurrent", args.preset, base_url, args.concurrency)
+            calls = list(tracer.calls)
+            log(f"concurrent: {wall_s:.2f}s, {len(calls)} calls" + (f" (stopped: {error})" if error else ""))
+            before = server.chat_calls()
+            rerun_s, _ = run_once(tmp_path / "concurrent", args.preset, base_url, args.concurrency)
+            rerun_calls = server.chat_calls() - before
+            log(f"re-run: {rerun_s:.2f}s, {rerun_calls} calls")
+            sequential_wall_s = None
+            if not args.skip_sequential:
+                sequential_wall_s, _ = run_once(tmp_path / "sequential", args.preset, base_url, 1)
+                log(f"sequential: {sequential_wall_s:.2f}s")
+        with Server(0) as server:
+            tracer.calls.clear()
+            cpu = time.process_time()
+            zero_wall, _ = run_once(tmp_path / "zero", args.preset, server.url + "/v1", args.concurrency)
+            cpu = time.process_time() - cpu
+            log(f"zero latency: {zero_wall:.2f}s wall, {cpu:.2f}s CPU over {len(tracer.calls)} calls")
+            overhead_ms = 1000 * cpu / max(1, len(tracer.calls))
+        chain, depths = critical_path_calls(tmp_path / "concurrent")
+    if args.trace:
+        origin = min((c.start for c in calls), default=0.0)
+        args.trace.write_text("".join(json.dumps({"task": c.task, "start": round(c.start - origin, 4),
+                                                  "end": round(c.end - origin, 4)}) + "\n" for c in calls))
+    critical_path_s = chain * latency_s
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result = {
+        "wall_s": round(wall_s, 3),
+        "sequential_wall_s": round(sequential_wall_s, 3) if sequential_wall_s is not None else None,
+        "critical_path_s": round(critical_path_s, 3),
+        "ratio": round(wall_s / critical_path_s, 3) if critical_path_s else None,
+        "provider_calls": len(calls),
+        "overhead_ms_per_call": round(overhead_ms, 3),
+        "rerun_provider_calls": rerun_calls,
+        "peak_rss_mb": round(peak_rss_mb, 1),
+    }
+    if error:
+        log(f"warning: the run stopped early, so these numbers cover only the stages that ran: {error}")
+    log(f"critical path: {chain} dependent calls × {latency_s:g}s {depths}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

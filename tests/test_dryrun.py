@@ -1,0 +1,91 @@
+"""The dry run: no HTTP and no key, the same calls as a real fake run, and prices from the real model's row."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from synth import conf, pipeline
+from synth.dryrun import DEFAULT_OUTPUT_TOKENS, dry_run, price_requests
+from synth.llm.base import LLMRequest, Settings, SynthError
+from synth.runner import stage_order
+
+PERSONAS = Path(__file__).resolve().parents[1] / "personas"
+
+
+def fake_run_calls(out: Path) -> dict[str, int]:
+    """provider_calls per stage of a real run with the fake provider (what `synth run --provider fake` does)."""
+    session = pipeline.open_session(out, [PERSONAS], [], "tiny", "fake", None, None, None, None, None, None)
+    try:
+        asyncio.run(pipeline.run_stages(session, stage_order(), show_progress=False))
+    except (SynthError, ExceptionGroup):
+        pass  # compared stage by stage below; a stage that failed in both runs fails alike
+    finally:
+        session.close()
+    calls: dict[str, int] = {}
+    for path in out.glob("*/manifests/*.json"):
+        manifest = json.loads(path.read_text())
+        calls[manifest["stage"]] = calls.get(manifest["stage"], 0) + manifest["provider_calls"]
+    return calls
+
+
+def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SYNTH_BATCH"):
+        monkeypatch.delenv(name, raising=False)
+    connects: list = []
+
+    def refuse(self, address):
+        connects.append(address)
+        raise OSError("the dry run must not open a connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    buffer = io.StringIO()
+    result = dry_run(preset="tiny", provider="anthropic", model="claude-haiku-4-5", base_url=None,
+                     personas=[PERSONAS], persona=[], config=None, batch=True,
+                     console=Console(file=buffer, width=160))
+    assert connects == []
+    assert result["provider"] == "anthropic" and result["model"] == "claude-haiku-4-5"
+    assert "dry run" in buffer.getvalue() and "total" in buffer.getvalue()
+    monkeypatch.undo()
+
+    assert result["error"] is None, result["error"]
+    assert set(result["stages"]) == set(stage_order())
+    expected = fake_run_calls(tmp_path / "real")
+    assert {s: e["calls"] for s, e in result["stages"].items()} == {s: n for s, n in expected.items() if n}
+
+    total = result["total"]
+    assert total["calls"] == sum(expected.values())
+    assert 0 < total["usd_batch_cache"] < total["usd_cache"] < total["usd"]
+    assert total["usd_batch"] == pytest.approx(total["usd"] / 2)
+    assert 0 < total["cached_input_tokens"] < total["input_tokens"]
+    route = conf.resolve_route("anthropic", "claude-haiku-4-5")
+    plain = route.cost(total["input_tokens"], total["output_tokens"])
+    assert total["usd"] == pytest.approx(plain)
+
+
+def request(task: str, system: str, user: str, max_tokens: int = 4096) -> LLMRequest:
+    return LLMRequest(task=task, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                      json_schema={}, settings=Settings(max_tokens=max_tokens))
+
+
+def test_pricing_caches_a_repeated_prefix_per_task_and_uses_the_output_table():
+    route = conf.resolve_route("anthropic", "claude-haiku-4-5")
+    prefix = "profile " * 400  # 800 tokens by the 4-characters estimate
+    reqs = [request("traces_write", prefix, "write one"), request("traces_write", prefix, "write two"),
+            request("traces_plan", prefix, "plan"), request("qa_write", "other", "q", max_tokens=100)]
+    stage_of = {"traces_write": "traces", "traces_plan": "traces", "qa_write": "qa"}
+    out = price_requests(reqs, stage_of, {t: route for t in stage_of}, {"traces_write": 1000, "qa_write": 500})
+    traces, qa = out["traces"], out["qa"]
+    assert traces.calls == 3 and qa.calls == 1
+    assert traces.cached_input_tokens == 800  # only the second traces_write reads the prefix
+    assert traces.output_tokens == 1000 + 1000 + DEFAULT_OUTPUT_TOKENS
+    assert qa.output_tokens == 100  # capped at the request's max_tokens
+    write_cost = route.cost(traces.input_tokens, traces.output_tokens, 800, 1600)
+    assert traces.usd_cache == pytest.approx(write_cost)
+    assert traces.usd_batch_cache == pytest.approx(write_cost / 2)
