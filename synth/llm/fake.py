@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import random
+import re
 from typing import Any
 
 from synth.llm.base import LLMRequest, ProviderResponse, Usage
@@ -108,14 +109,17 @@ def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: in
     if not schema:
         return json.dumps({"answer": "fake"})
     text = " ".join(str(m.get("content", "")) for m in messages)
-    zh = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff") > 20
+    zh = not text.isascii() and len(_CJK.findall(text)) > 20
     rng = seeded_rng(schema, messages, seed, sample)
     return json.dumps(instance(schema, rng, zh=zh), ensure_ascii=False)
 
 
+_CJK = re.compile("[\u4e00-\u9fff]")
+
+
 def estimate_tokens(text: str) -> int:
     """A provider-neutral token estimate: about 4 characters per token, one per CJK character."""
-    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+    cjk = len(_CJK.findall(text)) if not text.isascii() else 0
     return max(1, cjk + (len(text) - cjk) // 4)
 
 
