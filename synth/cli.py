@@ -116,10 +116,13 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
     from synth.llm.providers import provider_factory
     from synth.pipeline import select_personas
 
+    from synth.runner import preflight
+
     preset_cfg = conf.preset_config(preset, config)
-    select_personas(_personas(personas), persona or [], preset_cfg)
+    seeds = select_personas(_personas(personas), persona or [], preset_cfg)
     name, _ = conf.choose_provider(provider)
     provider_factory(float(preset_cfg["timeout_s"]))(conf.resolve_route(name, model, base_url))
+    preflight(names, seeds, target)
     with locked(target):
         session = _session(out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
                            max_tokens, config, force, seed, batch=batch)

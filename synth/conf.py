@@ -115,6 +115,9 @@ def resolve_route(provider: str, model: str | None, base_url: str | None = None)
     elif row.get("provider") not in (provider, None) and not (provider == "openai" and base_url):
         raise InputError(f"--model: '{name}' is a {row['provider']} model, not {provider}")
     prices = tuple((k, float(v)) for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+    if base_url:
+        # Another endpoint (a proxy, a self-hosted server, the fake): the vendor's rate limits don't describe it.
+        prices = tuple((k, v) for k, v in prices if k not in ("rpm", "tpm"))
     return Route(provider=provider, model=name, base_url=base_url, prices=prices)
 
 

@@ -245,11 +245,37 @@ def check_inputs(stage: Stage, directory: Path) -> None:
             raise InputError(f"{directory / name}: missing — run `synth {producer_of(name)}` first")
 
 
-def validate_inputs(stage: Stage, directory: Path) -> None:
-    """Read every input once so a hand-edited broken line is one clear error before any model call."""
-    for name in stage.reads:
+def validate_inputs(stage: Stage, directory: Path, names: tuple[str, ...] | None = None) -> None:
+    """Read every input once so a hand-edited broken line or a dangling id is one clear error before any call."""
+    from synth.validate import reference_problems
+
+    names = stage.reads if names is None else names
+    for name in names:
         for _ in iter_records(directory / name, FILES[name]):
             pass
+    problems = reference_problems(directory, names)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputError(f"{directory}: {problems[0]}{more}")
+
+
+def preflight(names: list[str], seeds: list[PersonaSeed], out: Path) -> None:
+    """Everything checkable before a file is written: the inputs the first requested stages need (present,
+    well-formed, no dangling ids) and every template of the requested stages (parses)."""
+    from synth.prompts import check_templates
+
+    produced: set[str] = set()
+    for name in names:
+        stage = stages()[name]
+        needed = tuple(f for f in stage.reads if f not in produced)
+        for seed in seeds:
+            directory = persona_dir(out, seed)
+            for filename in needed:
+                if not (directory / filename).is_file():
+                    raise InputError(f"{directory / filename}: missing — run `synth {producer_of(filename)}` first")
+            validate_inputs(stage, directory, needed)
+        produced.update(stage.writes)
+        check_templates(list(stage.templates))
 
 
 async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: LLM, config: dict,

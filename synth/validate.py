@@ -38,6 +38,20 @@ def validate_dataset(out: Path) -> list[str]:
     return problems
 
 
+def reference_problems(directory: Path, names: Iterable[str]) -> list[str]:
+    """Duplicate and dangling ids among the named files of one persona directory (the inputs a stage is about to
+    read), so a hand-edited input is refused before any model call; ids into files not named are not checked."""
+    check = PersonaCheck(Path(directory), partial=True)
+    for name in names:
+        if name in FILES and (check.dir / name).is_file():
+            check.load(name)
+    people = check.records.get("persona.jsonl", [])
+    check.persona = people[0] if people else {}
+    check.check_duplicates()
+    check.check_references()
+    return check.problems
+
+
 # ------------------------------------------------------------------------------------------------ value parsing
 
 def _date(value: Any) -> dt.date | None:
@@ -91,8 +105,9 @@ def _dicts(value: Any) -> list[dict]:
 class PersonaCheck:
     """The checks of one persona directory over whatever files it holds."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, partial: bool = False) -> None:
         self.dir = directory
+        self.partial = partial  # only some files loaded: references into the others are not checked
         self.name = directory.name
         self.problems: list[str] = []
         self.records: dict[str, list[dict]] = {}  # file -> records (objects with a string id)
@@ -198,7 +213,10 @@ class PersonaCheck:
                 seen.add(rid)
                 where[rid].append(name)
         for rid, names in where.items():
-            if len(names) > 1 and not _may_share(names):
+            if {"final.jsonl", "rejected.jsonl"} <= set(names):
+                self.flag("rejected.jsonl", rid, "duplicate id: the item is also in final.jsonl (both accepted "
+                                                 "and rejected)")
+            elif len(names) > 1 and not all(n in QUESTION_FILES for n in names):
                 self.flag(names[-1], rid, f"duplicate id: also in {', '.join(names[:-1])}")
 
     # ---- referential integrity
@@ -253,7 +271,7 @@ class PersonaCheck:
         if not ids:
             return
         if not self.has(target):
-            if (name, target) not in self.missing_targets:
+            if not self.partial and (name, target) not in self.missing_targets:
                 self.missing_targets.add((name, target))
                 self.flag(name, None, f"{field} names records of {target}, which is missing")
             return
@@ -426,12 +444,6 @@ def _needed_traces(record: dict) -> list[str]:
     for ref in _dicts(record.get("evidence")):
         needed.extend(_ids(ref.get("digital_trace_ids")))
     return needed
-
-
-def _may_share(names: list[str]) -> bool:
-    """Whether one id may appear in all these files: a question item keeps its id from qa to mcq to final or
-    rejected, but never ends up both accepted and rejected."""
-    return all(n in QUESTION_FILES for n in names) and not {"final.jsonl", "rejected.jsonl"} <= set(names)
 
 
 def _int(value: Any) -> int:
