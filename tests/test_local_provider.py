@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')")
+NO_LLAMA = "llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')"
+pytest.importorskip("llama_cpp", reason=NO_LLAMA)
 
 from synth.llm import local  # noqa: E402
 from synth.llm.base import InputError, LLMRequest, Settings  # noqa: E402
@@ -51,7 +52,7 @@ def request(day: int, sample: int = 0) -> LLMRequest:
         task="test_diary",
         messages=[
             {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Write Maria's diary entry for 2024-03-{day:02d}, after a long hospital shift."},
+            {"role": "user", "content": f"Write Maria's diary entry for 2024-03-{day:02d}, after a long shift."},
         ],
         json_schema=SCHEMA,
         settings=Settings(temperature=0.7, max_tokens=256),

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')")
-pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python's server extra is not installed (llama-cpp-python[server])")
+NO_LLAMA = "llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')"
+pytest.importorskip("llama_cpp", reason=NO_LLAMA)
+pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python's server extra is not installed")
 pytest.importorskip("openai", reason="the openai package is not installed")
 
 from synth.llm.base import LLMRequest, Settings, TransportError  # noqa: E402
@@ -120,7 +121,7 @@ def test_server_refuses_response_format_json_schema(server: Server) -> None:
     (type internal_server_error) whose message names response_format. It is refused, never silently ignored."""
     status, body = _post(
         f"{server.base_url}/chat/completions",
-        _chat_body(server, response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}}),
+        _chat_body(server, response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": SCHEMA}}),
     )
     assert status != 200, body
     assert "response_format" in str(body) and "json_object" in str(body), body
@@ -130,9 +131,8 @@ def test_server_refuses_response_format_json_schema(server: Server) -> None:
 def test_server_json_object_schema_constrains_shape_not_bounds(server: Server) -> None:
     """{"type": "json_object", "schema": S} is honoured through llama-cpp-python's own schema converter: the keys,
     enums and nesting are enforced; integer minimum/maximum are not (so validation can still fail)."""
-    status, body = _post(
-        f"{server.base_url}/chat/completions", _chat_body(server, response_format={"type": "json_object", "schema": SCHEMA})
-    )
+    fmt = {"type": "json_object", "schema": SCHEMA}
+    status, body = _post(f"{server.base_url}/chat/completions", _chat_body(server, response_format=fmt))
     assert status == 200, body
     answer = json.loads(body["choices"][0]["message"]["content"])
     assert set(DiaryEntry.model_fields) - {"note"} <= set(answer)
@@ -162,8 +162,9 @@ def test_openai_adapter_against_llama_cpp_server(server: Server, record_property
         response = asyncio.run(provider.complete(req, server.model_id))
     except TransportError as exc:
         pytest.fail(
-            f"the adapter treated the server's refusal of response_format json_schema as a transport fault ({exc}); "
-            f"llama-cpp-python's server answers it with HTTP 500, not 400 — see test_server_refuses_response_format_json_schema"
+            f"the adapter treated the server's refusal of response_format json_schema as a transport fault "
+            f"({exc}); llama-cpp-python's server answers it with HTTP 500, not 400 — see "
+            f"test_server_refuses_response_format_json_schema"
         )
     mode = OpenAIProvider.MODES[provider.mode]
     record_property("structured_output_mode", mode)

@@ -43,12 +43,14 @@ def _status_error(exc: Exception, provider: str) -> Exception:
 class OpenAIProvider:
     """OpenAI chat completions; with a base URL, any OpenAI-compatible server (vLLM, Ollama, llama.cpp server).
 
-    Structured output tries json_schema first, then json_object (+schema, as llama.cpp accepts), then plain
-    JSON-in-text with the schema in the prompt — whichever the server accepts, remembered per instance."""
+    Structured output tries json_schema first; then a GBNF grammar (llama-cpp-python's server takes one as a
+    body field and enforces it fully, integer bounds included, while it refuses json_schema); then json_object
+    (+schema); then plain JSON-in-text with the schema in the prompt — whichever the server accepts, remembered
+    per instance. Servers that speak json_schema (OpenAI, vLLM, Ollama, llama-server) never leave mode 0."""
 
     name = "openai"
     key_env = "OPENAI_API_KEY"
-    MODES = ("json_schema", "json_object", "text")
+    MODES = ("json_schema", "grammar", "json_object", "text")
 
     def __init__(self, base_url: str | None = None, timeout_s: float = 180.0, **_: Any) -> None:
         import openai
@@ -76,6 +78,11 @@ class OpenAIProvider:
                 "type": "json_schema",
                 "json_schema": {"name": request.schema_name, "schema": request.json_schema, "strict": False},
             }
+        elif mode == "grammar":
+            from synth.llm.gbnf import schema_to_gbnf
+
+            grammar = schema_to_gbnf(request.json_schema, max_string_chars=max(64, 2 * request.settings.max_tokens))
+            body["extra_body"] = {"grammar": grammar}
         elif mode == "json_object":
             body["response_format"] = {"type": "json_object", "schema": request.json_schema}
         if mode != "json_schema":
@@ -90,8 +97,10 @@ class OpenAIProvider:
             try:
                 response = await self.client.chat.completions.create(**self._body(request, model, mode))
                 break
-            except openai.BadRequestError as exc:
-                if self.mode + 1 < len(self.MODES) and _mentions_format(exc):
+            except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as exc:
+                # A refused format comes back as 400, 422 or (llama-cpp-python's server) a 500 naming the field.
+                refused = _mentions_format(exc) if exc.status_code != 500 else "response_format" in str(exc)
+                if self.mode + 1 < len(self.MODES) and refused:
                     self.mode += 1  # the server refused this structured-output form: try the next one
                     continue
                 raise _status_error(exc, self.name) from None
