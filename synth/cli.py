@@ -89,17 +89,10 @@ def _personas(paths: list[Path] | None) -> list[Path]:
 
 
 def _session(out, personas, persona, preset, provider, model, base_url, concurrency=None, budget_usd=None,
-             max_tokens=None, config=None, force=False, seed=0, announce=True, write=True, batch=False):
+             max_tokens=None, config=None, force=False, seed=0, write=True, batch=False):
     from synth.pipeline import open_session
 
-    name, reason = conf.choose_provider(provider)
-    if announce:
-        err_console.print(f"provider: [bold]{name}[/] ({reason})", highlight=False)
-    if name == "local" and (model is None or model == conf.model_table()["providers"]["local"]["default_model"]):
-        err_console.print(
-            "[yellow]warning:[/] the default local model (Gemma 3 270M) makes smoke-quality text; point --model at a "
-            "real instruct GGUF, or use --provider openai --base-url URL (vLLM/Ollama/llama.cpp server), or set "
-            "ANTHROPIC_API_KEY / OPENAI_API_KEY", highlight=False)
+    name, _ = conf.choose_provider(provider)
     return open_session(_out(out, preset), _personas(personas), persona or [], preset, name, model, base_url,
                         concurrency, budget_usd, max_tokens, config, force=force, seed=seed,
                         write_dataset_json=write, batch=batch)
@@ -118,9 +111,14 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
 
     from synth.runner import preflight
 
+    name, reason = conf.choose_provider(provider)
+    err_console.print(f"provider: [bold]{name}[/] ({reason}); preset {preset}", highlight=False)
+    if name == "local" and (model is None or model == conf.model_table()["providers"]["local"]["default_model"]):
+        from synth.llm.local import DEFAULT_MODEL_WARNING
+
+        err_console.print(f"[yellow]warning:[/] {DEFAULT_MODEL_WARNING}", highlight=False)
     preset_cfg = conf.preset_config(preset, config)
     seeds = select_personas(_personas(personas), persona or [], preset_cfg)
-    name, _ = conf.choose_provider(provider)
     provider_factory(float(preset_cfg["timeout_s"]))(conf.resolve_route(name, model, base_url))
     preflight(names, seeds, target)
     with locked(target):
@@ -327,6 +325,11 @@ def prompts_show(stage: Annotated[str, typer.Argument(help="A stage name or a te
 
 
 def main() -> None:
+    import warnings
+
+    from synth.llm.local import LocalModelWarning
+
+    warnings.simplefilter("ignore", LocalModelWarning)  # the CLI says it itself, once, before any work
     app()
 
 

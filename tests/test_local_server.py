@@ -173,3 +173,21 @@ def test_openai_adapter_against_llama_cpp_server(server: Server, record_property
     entry = DiaryEntry.model_validate_json(response.text)
     assert 1 <= entry.energy <= 10
     assert response.usage.input_tokens > 0 and response.usage.output_tokens > 0
+
+
+@pytest.mark.slow
+def test_tiny_pipeline_end_to_end_through_the_server(server: Server, tmp_path) -> None:
+    """`synth run --preset tiny --provider openai --base-url …` against the real server: every stage completes
+    (the adapter falls back to a grammar the server enforces), the dataset validates and exports."""
+    from conftest import PERSONAS, run_synth
+
+    out = tmp_path / "data"
+    result = run_synth("run", "--preset", "tiny", "--provider", "openai", "--base-url", server.base_url,
+                       "--model", server.model_id, "--out", str(out), "--personas", str(PERSONAS), timeout=1500)
+    assert result.returncode == 0, f"{result.stderr[-3000:]}\n--- server log ---\n{server.log_tail()}"
+    persona = out / "p01_maya"
+    assert (persona / "traces.jsonl").read_text().strip()
+    manifest = json.loads((persona / "manifests" / "traces.json").read_text())
+    assert manifest["provider"] == "openai" and manifest["provider_calls"] > 0
+    assert run_synth("validate", "--out", str(out)).returncode == 0
+    assert list((out / "export" / "clonemem").glob("*/p01_maya_benchmark_en.json"))

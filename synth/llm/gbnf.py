@@ -298,3 +298,33 @@ def schema_to_gbnf(schema: dict, max_string_chars: int | None = None) -> str:
     if top != "root":
         builder.rules["root"] = top
     return "\n".join(f"{name} ::= {body}" for name, body in builder.rules.items()) + "\n"
+
+
+def string_slots(schema: dict, root: dict | None = None, depth: int = 0) -> int:
+    """How many free strings an answer to `schema` can hold (arrays count maxItems, or 3 when unbounded)."""
+    root = root if root is not None else schema
+    if depth > 8:
+        return 1
+    while "$ref" in schema:
+        node: Any = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        schema = node
+    if "enum" in schema or "const" in schema:
+        return 0
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return max(string_slots(s, root, depth + 1) for s in schema[key])
+    kind = schema.get("type")
+    if kind == "string" and "format" not in schema:
+        return 1
+    if kind == "array":
+        return int(schema.get("maxItems", 3)) * string_slots(schema.get("items", {}), root, depth + 1)
+    if kind == "object" or "properties" in schema:
+        return sum(string_slots(s, root, depth + 1) for s in schema.get("properties", {}).values())
+    return 0
+
+
+def string_cap(schema: dict, max_tokens: int, chars_per_token: float = 3.0) -> int:
+    """A per-string character cap that lets a whole answer fit in `max_tokens` (a weak model fills every cap)."""
+    return max(24, int(chars_per_token * max_tokens) // max(1, string_slots(schema)))

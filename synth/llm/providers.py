@@ -79,10 +79,12 @@ class OpenAIProvider:
                 "json_schema": {"name": request.schema_name, "schema": request.json_schema, "strict": False},
             }
         elif mode == "grammar":
-            from synth.llm.gbnf import schema_to_gbnf
+            from synth.llm.gbnf import schema_to_gbnf, string_cap
 
-            grammar = schema_to_gbnf(request.json_schema, max_string_chars=max(64, 2 * request.settings.max_tokens))
-            body["extra_body"] = {"grammar": grammar}
+            # Cap every free string so the whole answer fits in max_tokens: a grammar-bound model that runs out
+            # of tokens mid-string leaves JSON that no repair can save.
+            cap = string_cap(request.json_schema, request.settings.max_tokens)
+            body["extra_body"] = {"grammar": schema_to_gbnf(request.json_schema, max_string_chars=cap)}
         elif mode == "json_object":
             body["response_format"] = {"type": "json_object", "schema": request.json_schema}
         if mode != "json_schema":
