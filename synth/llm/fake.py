@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import random
 import re
 from typing import Any
@@ -30,9 +31,18 @@ def _resolve(schema: dict, root: dict) -> dict:
     return schema
 
 
+def _content_words() -> int:
+    """SYNTH_FAKE_CONTENT_WORDS=N makes `content` fields N words long: realistic trace sizes for memory benchmarks."""
+    try:
+        return int(os.environ.get("SYNTH_FAKE_CONTENT_WORDS", "0"))
+    except ValueError:
+        return 0
+
+
 def _text(rng: random.Random, name: str, min_len: int, max_len: int | None, zh: bool) -> str:
     words = _WORDS_ZH if zh else _WORDS_EN
-    n = rng.randint(4, 12)
+    long = _content_words() if name == "content" else 0
+    n = rng.randint(long, long + long // 4) if long else rng.randint(4, 12)
     sep = "" if zh else " "
     body = sep.join(rng.choice(words) for _ in range(n))
     out = f"{name}: {body}" if name else body
