@@ -214,7 +214,10 @@ def _local(route: Route, timeout_s: float, seed: int) -> Provider:
         from synth.llm.local import LocalProvider
     except ImportError as exc:  # the optional extra is not installed
         raise InputError(f"--provider local needs the local extra: pip install -e '.[local]' ({exc})") from None
-    return LocalProvider(model=route.model)
+    from synth.conf import model_table
+
+    n_ctx = os.environ.get("SYNTH_LOCAL_N_CTX") or model_table()["providers"]["local"].get("n_ctx")
+    return LocalProvider(model=route.model, n_ctx=int(n_ctx) if n_ctx else None)
 
 
 REGISTRY: dict[str, Callable[[Route, float, int], Provider]] = {
