@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from synth.personas import BigFive  # one definition: the seed's, re-exported for the records
+
 Dimension = Literal["experience", "emotion", "opinion"]
 EvidenceKind = Literal["fact", "emotion", "opinion"]
 QuestionType = Literal[
@@ -43,16 +45,6 @@ class Relation(BaseModel):
     name: str
     relation: str  # how they relate to the persona: mother, partner, colleague, friend ...
     description: str
-
-
-class BigFive(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    openness: float = Field(ge=0, le=1)
-    conscientiousness: float = Field(ge=0, le=1)
-    extraversion: float = Field(ge=0, le=1)
-    agreeableness: float = Field(ge=0, le=1)
-    neuroticism: float = Field(ge=0, le=1)
 
 
 class Persona(Record):

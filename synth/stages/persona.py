@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.models import BigFive, Persona, Relation, mint_id
+from synth.models import Persona, Relation, mint_id
 from synth.personas import PersonaSeed
 from synth.runner import Stage, StageContext
 
@@ -71,7 +71,7 @@ def build_persona(seed: PersonaSeed, config: dict, answer: BaseModel) -> Persona
         for i, (name, r) in enumerate(zip(names, answer.relations))
     ]
     return Persona(
-        id=seed.id, persona_id=seed.id, language=seed.language, big_five=BigFive(**seed.big_five.model_dump()),
+        id=seed.id, persona_id=seed.id, language=seed.language, big_five=seed.big_five,
         start=start, end=end, scale=seed.scale, name=answer.name.strip(), age=answer.age,
         gender=answer.gender.strip(), personality=answer.personality, family_history=answer.family_history,
         education=answer.education, occupation=answer.occupation, concerns=list(answer.concerns),
