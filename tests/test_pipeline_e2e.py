@@ -81,3 +81,16 @@ def test_an_unchanged_rerun_makes_no_calls_and_a_qa_template_edit_reruns_only_do
     qa = manifest(out, "p01_maya", "qa")
     assert qa["provider_calls"] > 0 and qa["cache_hits"] > 0  # plans replayed, writes re-asked
     assert "p01_maya/qa:" in edited.stderr and "p01_maya/traces:" not in edited.stderr
+
+
+def test_concurrency_does_not_change_the_records(small_run, tmp_path):
+    out = tmp_path / "sequential"
+    result = run_synth("run", "--preset", "small", "--provider", "fake", "--concurrency", "1", "--out", str(out),
+                       "--personas", str(PERSONAS))
+    assert result.returncode == 0, result.stderr[-2000:]
+    names = sorted(p.name for p in (small_run / "p01_maya").glob("*.jsonl"))
+    assert "traces.jsonl" in names and "final.jsonl" in names
+    for name in names:
+        parallel = sorted(map(json.dumps, records(small_run / "p01_maya" / name)))
+        sequential = sorted(map(json.dumps, records(out / "p01_maya" / name)))
+        assert parallel == sequential, name
