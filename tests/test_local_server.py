@@ -77,7 +77,7 @@ def server(tmp_path_factory, request: pytest.FixtureRequest) -> Server:
         "--model", str(model),
         "--host", "127.0.0.1",
         "--port", str(port),
-        "--n_ctx", "4096",
+        "--n_ctx", "8192",  # as the in-process default: tiny prompts plus answers exceed 4096
         "--n_threads", str(os.cpu_count() or 1),
     ]  # fmt: skip
     with log.open("wb") as sink:
@@ -182,8 +182,11 @@ def test_tiny_pipeline_end_to_end_through_the_server(server: Server, tmp_path) -
     from conftest import PERSONAS, run_synth
 
     out = tmp_path / "data"
+    config = tmp_path / "weak-model.toml"
+    config.write_text("max_repairs = 4\n")  # a 270M base model needs more re-asks than a real one
     result = run_synth("run", "--preset", "tiny", "--provider", "openai", "--base-url", server.base_url,
-                       "--model", server.model_id, "--out", str(out), "--personas", str(PERSONAS), timeout=1500)
+                       "--model", server.model_id, "--config", str(config), "--out", str(out),
+                       "--personas", str(PERSONAS), timeout=1500)
     assert result.returncode == 0, f"{result.stderr[-3000:]}\n--- server log ---\n{server.log_tail()}"
     persona = out / "p01_maya"
     assert (persona / "traces.jsonl").read_text().strip()

@@ -63,13 +63,14 @@ class OpenAIProvider:
         self.client = openai.AsyncOpenAI(api_key=key or "not-needed", base_url=base_url, max_retries=0, timeout=timeout_s)
         self.mode = 0
 
-    def _body(self, request: LLMRequest, model: str, mode: str) -> dict:
+    def _body(self, request: LLMRequest, model: str, mode: str, tighten: int = 1) -> dict:
         messages = list(request.messages)
         body: dict[str, Any] = {
             "model": model,
             "messages": messages,
             "temperature": request.settings.temperature,
             "max_tokens": request.settings.max_tokens,
+            "seed": request.sample,  # reproducible sampling where the server honours it (llama.cpp, vLLM, OpenAI)
         }
         if request.settings.top_p is not None:
             body["top_p"] = request.settings.top_p
@@ -83,7 +84,7 @@ class OpenAIProvider:
 
             # Cap every free string so the whole answer fits in max_tokens: a grammar-bound model that runs out
             # of tokens mid-string leaves JSON that no repair can save.
-            cap = string_cap(request.json_schema, request.settings.max_tokens)
+            cap = max(24, string_cap(request.json_schema, request.settings.max_tokens) // tighten)
             body["extra_body"] = {"grammar": schema_to_gbnf(request.json_schema, max_string_chars=cap)}
         elif mode == "json_object":
             body["response_format"] = {"type": "json_object", "schema": request.json_schema}
@@ -94,10 +95,16 @@ class OpenAIProvider:
 
     async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
         openai = self._openai
+        tighten, wasted = 1, None
         while True:
             mode = self.MODES[self.mode]
             try:
-                response = await self.client.chat.completions.create(**self._body(request, model, mode))
+                response = await self.client.chat.completions.create(**self._body(request, model, mode, tighten))
+                cut = bool(response.choices) and response.choices[0].finish_reason == "length"
+                if mode == "grammar" and tighten == 1 and cut:
+                    tighten = 4  # cut off mid-answer: once more with strings capped four times tighter
+                    wasted = response.usage
+                    continue
                 break
             except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as exc:
                 # A refused format comes back as 400, 422 or (llama-cpp-python's server) a 500 naming the field.
@@ -115,19 +122,18 @@ class OpenAIProvider:
         if not response.choices:
             raise TransportError("openai: response without choices")
         message = response.choices[0].message
-        usage = response.usage
-        cached = 0
-        if usage is not None and getattr(usage, "prompt_tokens_details", None) is not None:
-            cached = usage.prompt_tokens_details.cached_tokens or 0
-        return ProviderResponse(
-            text=message.content or "",
-            usage=Usage(
-                input_tokens=usage.prompt_tokens if usage else 0,
-                output_tokens=usage.completion_tokens if usage else 0,
-                cached_input_tokens=cached,
-            ),
-            refusal=getattr(message, "refusal", None),
-        )
+        usage = _usage(response.usage)
+        if wasted is not None:
+            usage.add(_usage(wasted))
+        return ProviderResponse(text=message.content or "", usage=usage, refusal=getattr(message, "refusal", None))
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Usage(input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0,
+                 cached_input_tokens=(details.cached_tokens or 0) if details is not None else 0)
 
 
 def _mentions_format(exc: Exception) -> bool:
