@@ -88,29 +88,16 @@ def _personas(paths: list[Path] | None) -> list[Path]:
     return paths or [Path("personas")]
 
 
-def _session(out, personas, persona, preset, provider, model, base_url, concurrency=None, budget_usd=None,
-             max_tokens=None, config=None, force=False, seed=0, write=True, batch=False):
-    from synth.pipeline import open_session
-
-    name, _ = conf.choose_provider(provider)
-    return open_session(_out(out, preset), _personas(personas), persona or [], preset, name, model, base_url,
-                        concurrency, budget_usd, max_tokens, config, force=force, seed=seed,
-                        write_dataset_json=write, batch=batch)
-
-
 def _run(names: list[str], *, out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
          max_tokens, config, force, seed, only_stale: bool, export: bool, batch: bool = False) -> None:
-    from synth.pipeline import locked, run_stages
+    from synth.llm.providers import provider_factory
+    from synth.pipeline import locked, open_session, run_stages, select_personas
+    from synth.runner import preflight
 
     preset = _preset(preset, provider)
     target = _out(out, preset)
-    # Validate everything cheap before the lock and before any file is written: config, personas, the
-    # provider/model pair and its key.
-    from synth.llm.providers import provider_factory
-    from synth.pipeline import select_personas
-
-    from synth.runner import preflight
-
+    # Everything cheap is checked before the lock and before any file is written: config, personas, the
+    # provider/model pair and its key, the inputs and the templates.
     name, reason = conf.choose_provider(provider)
     err_console.print(f"provider: [bold]{name}[/] ({reason}); preset {preset}", highlight=False)
     if name == "local" and (model is None or model == conf.model_table()["providers"]["local"]["default_model"]):
@@ -122,8 +109,8 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
     provider_factory(float(preset_cfg["timeout_s"]))(conf.resolve_route(name, model, base_url))
     preflight(names, seeds, target)
     with locked(target):
-        session = _session(out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
-                           max_tokens, config, force, seed, batch=batch)
+        session = open_session(target, _personas(personas), persona or [], preset, name, model, base_url,
+                               concurrency, budget_usd, max_tokens, config, force=force, seed=seed, batch=batch)
         try:
             results = asyncio.run(run_stages(session, names, force=force, only_stale=only_stale))
             ran = sum(len(v) for v in results.values())

@@ -86,7 +86,7 @@ def render(name: str, /, **variables) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
-def check_templates(names: list[str], sample_variables: dict | None = None) -> None:
+def check_templates(names: list[str]) -> None:
     """Parse every named template (syntax errors surface before the first model call)."""
     env = _env()
     for name in names:
