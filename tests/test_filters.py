@@ -79,6 +79,9 @@ def test_format_passes_a_well_formed_item(parts):
                                     "digital_trace_ids": ["ghost"]}), "no such trace"),
     (lambda i: i.model_copy(update={"evidence": [i.evidence[0].model_copy(update={"evidence_id": "nope"})]}),
      "no such evidence"),
+    (lambda i: i.model_copy(update={"choices": [c if c.id in (i.correct_choice_id, "E") else
+                                                c.model_copy(update={"text": c.id.lower()}) for c in i.choices]}),
+     "too short to be a real answer"),
 ])
 def test_format_rejects_broken_items(parts, breakage, expected):
     traces, evidence, ids = parts
@@ -174,7 +177,7 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     items = [
         make_item(traces, ev[0], number=0, question="Lin, what made you open up to Xiaomei back then?"),
         make_item(traces, ev[1], number=1, question="Why did the spring feel different for you, Lin?",
-                  wrong=["x", "y", "z"]),  # correct option far longer: length
+                  wrong=["No way.", "Maybe.", "Never."]),  # correct option far longer: length
         make_item(traces, ev[2], number=2, question="UNSUPPORTED: how did the move change your weekends?"),
         make_item(traces, ev[3], number=3, question="GUESSABLE: what did you finally admit to Xiaomei?"),
         make_item(traces, ev[30], number=4, question="Lin, how did you feel after the March talk?", asked=late),

@@ -42,8 +42,9 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def format_problem(item: MCQ, language: str, traces: dict[str, Trace], evidence_ids: set[str]) -> str:
-    """Schema is already checked on read; this catches empty, misaligned or dangling content."""
+def format_problem(item: MCQ, language: str, traces: dict[str, Trace], evidence_ids: set[str],
+                   min_option_chars: int = 4) -> str:
+    """Schema is already checked on read; this catches empty, misaligned, stub or dangling content."""
     if not item.question.strip() or not item.answer.strip():
         return "empty question or answer"
     if _norm(item.question) == _norm(item.answer):
@@ -54,6 +55,9 @@ def format_problem(item: MCQ, language: str, traces: dict[str, Trace], evidence_
         return "an empty option"
     if len({_norm(c.text) for c in item.choices}) < len(item.choices):
         return "two options have the same text"
+    stub = next((c for c in item.choices[:4] if len(_norm(c.text)) < min_option_chars), None)
+    if stub is not None:  # "1", "B", "?": a stub option gives the item away
+        return f"option {stub.id} ({stub.text.strip()!r}) is too short to be a real answer"
     if item.choices[-1].text != CANNOT_DETERMINE[language]:
         return f"option E must be {CANNOT_DETERMINE[language]!r}"
     if (item.correct_choice_id == "E") != (item.question_type == "unanswerable"):
@@ -221,7 +225,8 @@ async def run(ctx: StageContext) -> dict[str, list]:
     judge = Judge(ctx)
     items: list[MCQ] = ctx.read("mcq.jsonl")
     evidence_ids = {e.id for e in judge.evidence}
-    formats = {i.id: format_problem(i, ctx.language, judge.traces, evidence_ids) for i in items}
+    min_chars = int(ctx.section.get("min_option_chars", {}).get(ctx.language, 2))
+    formats = {i.id: format_problem(i, ctx.language, judge.traces, evidence_ids, min_chars) for i in items}
 
     def unit(item: MCQ):
         async def work():
