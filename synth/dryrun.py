@@ -8,6 +8,7 @@ estimated per task: the first request with a given system prefix writes it to th
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -97,6 +98,12 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
         error = None
         quiet = pipeline.console.quiet
         pipeline.console.quiet = True
+        # Traces of the configured length, so the prompts that quote traces (QA, distractors, filter) are priced
+        # at realistic sizes rather than at the fake's few placeholder words.
+        sections = [cfg.get("traces", {}) for cfg in session.configs.values()] or [{}]
+        words = sum((int(t.get("min_words", 80)) + int(t.get("max_words", 320))) // 2 for t in sections)
+        previous = os.environ.get("SYNTH_FAKE_CONTENT_WORDS")
+        os.environ.setdefault("SYNTH_FAKE_CONTENT_WORDS", str(words // len(sections)))
         try:
             asyncio.run(pipeline.run_stages(session, list(stages()), show_progress=False))
         except SynthError as exc:
@@ -106,6 +113,8 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
         finally:
             pipeline.console.quiet = quiet
             session.close()
+            if previous is None:
+                os.environ.pop("SYNTH_FAKE_CONTENT_WORDS", None)
         return list(fake.seen), route_of, session.options.config, error
 
 
