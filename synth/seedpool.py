@@ -23,6 +23,7 @@ class SeedConcept(BaseModel):
     title_zh: str
     category: str
     description: str
+    description_zh: str
     age_min: int | None = None
     age_max: int | None = None
 
@@ -31,6 +32,9 @@ class SeedConcept(BaseModel):
 
     def title_in(self, language: str) -> str:
         return self.title_zh if language == "zh" else self.title
+
+    def description_in(self, language: str) -> str:
+        return self.description_zh if language == "zh" else self.description
 
 
 def seed_path() -> Path:

@@ -267,10 +267,14 @@ def test_event_seed_pool_is_well_formed():
     names = [s["name"] for s in seeds]
     assert len(set(names)) == len(names)
     for seed in seeds:
-        assert set(seed) <= {"name", "title", "title_zh", "category", "description", "age_min", "age_max"}, seed
+        assert set(seed) <= {"name", "title", "title_zh", "category", "description", "description_zh",
+                             "age_min", "age_max"}, seed
         assert re.fullmatch(r"[a-z][a-z0-9_]*", seed["name"]), seed["name"]
         assert seed["title"] and seed["title_zh"] and seed["description"], seed["name"]
         assert re.search(r"[\u4e00-\u9fff]", seed["title_zh"]), seed["name"]
+        assert isinstance(seed.get("description_zh"), str) and seed["description_zh"].strip(), seed["name"]
+        assert re.search(r"[\u4e00-\u9fff]", seed["description_zh"]), seed["name"]
+        assert "\n" not in seed["description_zh"], seed["name"]
         assert seed["category"] in CATEGORIES, seed["name"]
         assert "\n" not in seed["description"], seed["name"]
         lo, hi = seed.get("age_min", 0), seed.get("age_max", 120)

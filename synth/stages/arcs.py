@@ -58,7 +58,8 @@ def build_seeds(persona: Persona, pool: list[SeedConcept], answer: BaseModel) ->
     kept = set(answer.keep)
     seeds = [
         EventSeed(id=mint_id(persona.id, "seed", s.name), persona_id=persona.id, name=s.name,
-                  title=s.title_in(persona.language), description=s.description, origin="predefined")
+                  title=s.title_in(persona.language), description=s.description_in(persona.language),
+                  origin="predefined")
         for s in pool if s.name in kept
     ]
     taken = {s.name for s in pool}
@@ -194,8 +195,8 @@ async def run(ctx: StageContext) -> None:
         keep_max = max(1, min(len(names), int(section.get("max_kept_seeds", 12))))
         model = seed_answer(names, min(3, keep_max), keep_max, int(section.get("added_seeds", 4)))
         answer = await ctx.ask("arcs", "arcs_seeds.j2", {
-            **base, "pool": [{"name": s.name, "title": s.title_in(ctx.language), "description": s.description}
-                             for s in pool],
+            **base, "pool": [{"name": s.name, "title": s.title_in(ctx.language),
+                              "description": s.description_in(ctx.language)} for s in pool],
             "keep_max": keep_max, "added": int(section.get("added_seeds", 4)),
         }, model)
         return {"seeds.jsonl": build_seeds(persona, pool, answer)}
