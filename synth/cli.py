@@ -89,9 +89,9 @@ def _personas(paths: list[Path] | None) -> list[Path]:
 
 
 def _run(names: list[str], *, out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
-         max_tokens, config, force, seed, only_stale: bool, export: bool, batch: bool = False) -> None:
+         max_tokens, config, force, seed, export: bool, batch: bool = False) -> None:
     from synth.llm.providers import provider_factory
-    from synth.pipeline import locked, open_session, run_stages, select_personas
+    from synth.pipeline import DatasetLock, open_session, run_stages, select_personas
     from synth.runner import preflight
 
     preset = _preset(preset, provider)
@@ -108,11 +108,11 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
     seeds = select_personas(_personas(personas), persona or [], preset_cfg)
     provider_factory(float(preset_cfg["timeout_s"]))(conf.resolve_route(name, model, base_url))
     preflight(names, seeds, target)
-    with locked(target):
+    with DatasetLock(target):
         session = open_session(target, _personas(personas), persona or [], preset, name, model, base_url,
-                               concurrency, budget_usd, max_tokens, config, force=force, seed=seed, batch=batch)
+                               concurrency, budget_usd, max_tokens, config, seed=seed, batch=batch)
         try:
-            results = asyncio.run(run_stages(session, names, force=force, only_stale=only_stale))
+            results = asyncio.run(run_stages(session, names, force=force))
             ran = sum(len(v) for v in results.values())
             err_console.print(f"done: {ran} stage run(s) over {len(session.seeds)} persona(s) in {target}")
             if export:
@@ -132,7 +132,7 @@ def _stage_command(name: str, help_text: str):
                 config: ConfigFile = None, force: Force = False, seed: Seed = 0) -> None:
         _run([name], out=out, personas=personas, persona=persona, preset=preset, provider=provider, model=model,
              base_url=base_url, concurrency=concurrency, budget_usd=budget_usd, max_tokens=max_tokens,
-             config=config, force=force, seed=seed, only_stale=True, export=False)
+             config=config, force=force, seed=seed, export=False)
 
     command.__doc__ = help_text
     command.__name__ = f"{name}_command"
@@ -171,7 +171,7 @@ def run_command(out: Out = None, personas: Personas = None, persona: PersonaId =
         return
     _run(stage_order(), out=out, personas=personas, persona=persona, preset=preset, provider=provider, model=model,
          base_url=base_url, concurrency=concurrency, budget_usd=budget_usd, max_tokens=max_tokens, config=config,
-         force=force, seed=seed, only_stale=True, export=True, batch=batch)
+         force=force, seed=seed, export=True, batch=batch)
 
 
 @app.command("status")

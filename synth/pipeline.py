@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import socket
@@ -138,7 +137,7 @@ def select_personas(paths: list[Path], only: list[str], config: dict) -> list[Pe
 
 def open_session(out: Path, personas: list[Path], only: list[str], preset: str, provider: str, model: str | None,
                  base_url: str | None, concurrency: int | None, budget_usd: float | None, max_tokens: int | None,
-                 config_file: Path | None, force: bool = False, seed: int = 0,
+                 config_file: Path | None, seed: int = 0,
                  write_dataset_json: bool = True, batch: bool = False) -> Session:
     config = conf.preset_config(preset, config_file)
     if concurrency:
@@ -146,7 +145,7 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
     route = conf.resolve_route(provider, model, base_url)
     seeds = select_personas(personas, only, config)
     configs = {s.id: conf.persona_config(config, s.scale) for s in seeds}
-    options = RunOptions(out=out, config=config, route=route, force=force, seed=seed)
+    options = RunOptions(out=out, config=config, route=route)
     # Construct the default provider now: a missing key is one clear line before anything is written.
     factory = provider_factory(timeout_s=float(config["timeout_s"]), seed=seed)
     first_provider = factory(route)
@@ -177,14 +176,14 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
 
 
 async def run_persona(session: Session, seed: PersonaSeed, names: list[str], progress: RunProgress | None,
-                      force: bool, only_stale: bool) -> list[str]:
+                      force: bool) -> list[str]:
     """Run the named stages in order for one persona; returns what ran. Stops at the first failing stage."""
     ran = []
     config = session.configs[seed.id]
     directory = persona_dir(session.options.out, seed)
     for name in names:
         stage = stages()[name]
-        if only_stale and not force:
+        if not force:
             status = stage_status(stage, seed, directory, config, session.options.route)
             if status == "fresh":
                 continue
@@ -198,7 +197,7 @@ async def run_persona(session: Session, seed: PersonaSeed, names: list[str], pro
     return ran
 
 
-async def run_stages(session: Session, names: list[str], force: bool = False, only_stale: bool = True,
+async def run_stages(session: Session, names: list[str], force: bool = False,
                      show_progress: bool = True) -> dict[str, list[str]]:
     """Personas run concurrently (sharing the client's concurrency limit); stages run in order within each."""
     errors: list[SynthError] = []
@@ -207,7 +206,7 @@ async def run_stages(session: Session, names: list[str], force: bool = False, on
 
         async def one(seed: PersonaSeed) -> None:
             try:
-                results[seed.id] = await run_persona(session, seed, names, progress, force, only_stale)
+                results[seed.id] = await run_persona(session, seed, names, progress, force)
             except SynthError as exc:  # one persona's failure does not stop the others
                 errors.append(exc)
 
@@ -221,9 +220,3 @@ async def run_stages(session: Session, names: list[str], force: bool = False, on
         combined = type(first)("; ".join(str(e) for e in errors))
         raise combined
     return results
-
-
-@contextlib.contextmanager
-def locked(out: Path):
-    with DatasetLock(out):
-        yield

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from synth import conf
 from synth.conf import Route
-from synth.jsonl import Journal, iter_records, read_records, write_atomic, write_json_atomic
+from synth.jsonl import Journal, read_records, write_atomic, write_json_atomic
 from synth.llm.base import BudgetExceeded, GenerationFailed, InputError, LLMRequest, Settings, SynthError
 from synth.llm.cache import content_hash
 from synth.llm.client import LLM, CallStats
@@ -63,15 +63,14 @@ class RunOptions:
     out: Path
     config: dict  # the preset config (before per-persona scale overrides)
     route: Route  # the default provider/model
-    force: bool = False
-    seed: int = 0
 
 
 class StageContext:
     """What a stage body sees: its persona, settings, upstream records, the model client and the unit journal."""
 
     def __init__(self, stage: Stage, seed: PersonaSeed, directory: Path, config: dict, llm: LLM,
-                 routes: dict[str, Route], stats: CallStats, journal: Journal, on_unit: Callable[[], None]):
+                 routes: dict[str, Route], stats: CallStats, journal: Journal, on_unit: Callable[[], None],
+                 inputs: dict[str, list] | None = None):
         self.stage = stage
         self.seed = seed
         self.dir = directory
@@ -87,7 +86,7 @@ class StageContext:
         self.budget_error: BudgetExceeded | None = None
         self.total_units = 0
         self._on_unit = on_unit
-        self._cache: dict[str, list] = {}
+        self._cache: dict[str, list] = dict(inputs or {})  # upstream records, parsed once per stage
 
     # ---- reading upstream
     def read(self, name: str) -> list:
@@ -245,18 +244,18 @@ def check_inputs(stage: Stage, directory: Path) -> None:
             raise InputError(f"{directory / name}: missing — run `synth {producer_of(name)}` first")
 
 
-def validate_inputs(stage: Stage, directory: Path, names: tuple[str, ...] | None = None) -> None:
-    """Read every input once so a hand-edited broken line or a dangling id is one clear error before any call."""
+def validate_inputs(stage: Stage, directory: Path, names: tuple[str, ...] | None = None) -> dict[str, list]:
+    """Read every input once so a hand-edited broken line or a dangling id is one clear error before any call;
+    the parsed records are returned for the stage body to use (it does not parse them again)."""
     from synth.validate import reference_problems
 
     names = stage.reads if names is None else names
-    for name in names:
-        for _ in iter_records(directory / name, FILES[name]):
-            pass
+    records = {name: read_records(directory / name, FILES[name]) for name in names}
     problems = reference_problems(directory, names)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{directory}: {problems[0]}{more}")
+    return records
 
 
 def preflight(names: list[str], seeds: list[PersonaSeed], out: Path) -> None:
@@ -282,7 +281,7 @@ async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: L
                     progress: Any = None, warn=print) -> StageManifest:
     directory = persona_dir(options.out, seed)
     check_inputs(stage, directory)
-    validate_inputs(stage, directory)
+    inputs = validate_inputs(stage, directory)
     routes = routes_for(stage, config, options.route)
     parts = signature_parts(stage, seed, directory, config, routes)
     assert parts is not None
@@ -291,7 +290,8 @@ async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: L
     stats = CallStats()
     task = progress.add(seed.id, stage.name, stats) if progress else None
     ctx = StageContext(stage, seed, directory, config, llm, routes, stats, journal,
-                       on_unit=(lambda: progress.advance(task, ctx.total_units)) if progress else (lambda: None))
+                       on_unit=(lambda: progress.advance(task, ctx.total_units)) if progress else (lambda: None),
+                       inputs=inputs)
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.perf_counter()
     try:
