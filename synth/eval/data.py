@@ -76,8 +76,9 @@ class EvalSet:
 
 
 def parse_time(value: object, end_of_day: bool = False) -> dt.datetime | None:
-    """A naive datetime from ISO or CloneMem-style dates; a bare date is midnight (or the day's end for a question,
-    so a trace of the question's own day stays visible). Unreadable → None."""
+    """A naive datetime from ISO or CloneMem-style dates. The same-day rule: a bare date is 00:00 of that day for a
+    trace and, with `end_of_day` (a question), 23:59:59.999999 of it, so every trace of the question's own day is
+    visible to it. Unreadable → None."""
     if value is None or value == "":
         return None
     text = str(value).strip()
@@ -102,7 +103,7 @@ def parse_time(value: object, end_of_day: bool = False) -> dt.datetime | None:
 
 def _question(raw: dict, persona_key: str) -> EvalQuestion:
     """Map a CloneMem/synth question dict; evidence statements become evidence sets of trace ids."""
-    qid = str(raw.get("id", ""))
+    qid = str(raw["id"])
     evidence = raw.get("evidence") or []
     statements = tuple(str(e.get("statement", "")) for e in evidence if isinstance(e, dict) and e.get("statement"))
     sets = tuple(
@@ -127,9 +128,30 @@ def _question(raw: dict, persona_key: str) -> EvalQuestion:
 
 
 def _trace(raw: dict) -> EvalTrace:
-    when = raw.get("time") or raw.get("event_date")
+    # `time` (synth) or `event_date` (CloneMem); an unreadable `time` falls back to a readable `event_date`.
+    when = next((v for v in (raw.get("time"), raw.get("event_date")) if parse_time(v) is not None),
+                raw.get("time") or raw.get("event_date"))
     return EvalTrace(id=str(raw["id"]), medium=str(raw.get("medium", "")), time=parse_time(when),
                      content=str(raw.get("content", "")), event_date=str(raw.get("event_date") or when or ""))
+
+
+def _unique_records(path: Path, rows: list[tuple[str, object]], what: str) -> list[dict]:
+    """The rows (each with where it is in the file) as dicts with a non-empty, unique `id`; else one InputError
+    naming the file and the item. A duplicate would silently replace (trace) or shadow (question) the first."""
+    seen: dict[str, str] = {}
+    out = []
+    for where, raw in rows:
+        if not isinstance(raw, dict):
+            raise InputError(f"{path}: {where}: a {what} must be a JSON object, not {type(raw).__name__}")
+        ident = raw.get("id")
+        if ident is None or str(ident).strip() == "":
+            raise InputError(f"{path}: {where}/id: missing")
+        ident = str(ident)
+        if ident in seen:
+            raise InputError(f"{path}: {where}/id: {what} id '{ident}' already used by {seen[ident]}")
+        seen[ident] = where
+        out.append(raw)
+    return out
 
 
 def _guess_language(texts: list[str]) -> str:
@@ -143,13 +165,14 @@ def _by_time(traces: list[EvalTrace]) -> list[EvalTrace]:
     return sorted(traces, key=lambda t: (t.time is not None, t.time or dt.datetime.min))
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def _read_jsonl(path: Path) -> list[tuple[str, object]]:
+    """The records of a JSONL file, each with its place ("line 7") for error messages."""
     rows = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    rows.append((f"line {number}", json.loads(line)))
                 except json.JSONDecodeError as exc:
                     raise InputError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
     return rows
@@ -161,11 +184,12 @@ def load_synth_persona(directory: Path) -> EvalPersona | None:
     qfile = next((directory / n for n in ("final.jsonl", "mcq.jsonl", "qa.jsonl") if (directory / n).is_file()), None)
     if not traces_path.is_file() or qfile is None:
         return None
-    traces = [_trace(r) for r in _read_jsonl(traces_path)]
-    persona = _read_jsonl(directory / "persona.jsonl")[0] if (directory / "persona.jsonl").is_file() else {}
+    traces = [_trace(r) for r in _unique_records(traces_path, _read_jsonl(traces_path), "trace")]
+    persona_rows = _read_jsonl(directory / "persona.jsonl") if (directory / "persona.jsonl").is_file() else []
+    persona = persona_rows[0][1] if persona_rows and isinstance(persona_rows[0][1], dict) else {}
     key = str(persona.get("id") or directory.name)
     language = persona.get("language") or _guess_language([t.content for t in traces])
-    questions = [_question(r, key) for r in _read_jsonl(qfile)]
+    questions = [_question(r, key) for r in _unique_records(qfile, _read_jsonl(qfile), "question")]
     return EvalPersona(key=key, name=str(persona.get("name", "")), language=language, traces=_by_time(traces),
                        questions=questions)
 
@@ -181,9 +205,14 @@ def load_clonemem_file(path: Path, root: Path | None = None) -> EvalPersona:
     rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
     key = str(rel.with_suffix("")).replace("\\", "/")
     match = re.search(r"_benchmark_([a-z]{2})$", path.stem)
-    traces = [_trace(r) for r in data["context"]]
+    for part in ("context", "questions"):
+        if not isinstance(data[part], list):
+            raise InputError(f"{path}: {part}: must be a list, not {type(data[part]).__name__}")
+    traces = [_trace(r) for r in _unique_records(path, [(f"context[{i}]", r) for i, r in enumerate(data["context"])],
+                                                 "trace")]
     language = match.group(1) if match else _guess_language([t.content for t in traces])
-    questions = [_question(r, key) for r in data["questions"]]
+    questions = [_question(r, key) for r in
+                 _unique_records(path, [(f"questions[{i}]", r) for i, r in enumerate(data["questions"])], "question")]
     return EvalPersona(key=key, name=str(data.get("person_name", "")), language=language,
                        traces=_by_time(traces), questions=questions)
 
@@ -198,9 +227,15 @@ def load_eval_set(path: Path) -> EvalSet:
     single = load_synth_persona(path)
     if single is not None:
         return EvalSet("synth", path, [single])
-    personas = [p for d in sorted(path.iterdir()) if d.is_dir() and (p := load_synth_persona(d)) is not None]
-    if personas:
-        return EvalSet("synth", path, personas)
+    found = [(d, p) for d in sorted(path.iterdir()) if d.is_dir() and (p := load_synth_persona(d)) is not None]
+    if found:
+        first: dict[str, Path] = {}
+        for directory, persona in found:
+            if persona.key in first:  # their questions' keys would collide and one persona's results be lost
+                raise InputError(f"{directory / 'persona.jsonl'}: id: persona '{persona.key}' already used by "
+                                 f"{first[persona.key]}")
+            first[persona.key] = directory
+        return EvalSet("synth", path, [p for _, p in found])
     files = sorted(path.rglob("*_benchmark_*.json"))
     if files:
         return EvalSet("clonemem", path, [load_clonemem_file(f, path) for f in files])

@@ -7,21 +7,22 @@ import datetime as dt
 import functools
 import json
 import time
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, create_model
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
 from synth import conf
 from synth.eval.data import EvalPersona, EvalQuestion, EvalSet, EvalTrace, load_eval_set
 from synth.eval.metrics import METRICS, aggregate, parse_choice, recall_scores
-from synth.eval.systems import MemorySystem, OracleSystem, system_factory
+from synth.eval.systems import MemorySystem, OracleSystem, describe_error, system_factory
 from synth.jsonl import write_json_atomic
-from synth.llm.base import GenerationFailed, InputError, LLMRequest, Settings
+from synth.llm.base import GenerationFailed, InputError, LLMRequest, Settings, SynthError
 from synth.llm.cache import ResponseCache
 from synth.llm.client import LLM, CallStats
 from synth.llm.fake import estimate_tokens
@@ -80,14 +81,18 @@ class ConsistencyJudgement(BaseModel):
 @dataclass
 class Retrieval:
     question: EvalQuestion
-    retrieved: list[str]
+    retrieved: list[str]  # the ids the answerer sees: given to the system, cut to k unless it ignores k
     latency_s: float
     visible: int  # traces the system had been fed when asked
     system_answer: str | None = None
+    at_k: list[str] = field(default_factory=list)  # of the first k ids it returned, those it was given: recall@k
+    dropped: dict[str, list[str]] = field(default_factory=lambda: {"unknown": [], "future": []})
+    error: str | None = None  # the system failed on this question: it is recorded as failed, not scored
 
 
 def _visible(trace: EvalTrace, question: EvalQuestion) -> bool:
-    # Undated traces and undated questions cannot be ordered; they count as visible rather than hidden.
+    # Undated traces and undated questions cannot be ordered; they count as visible rather than hidden (and are
+    # counted in summary.json as traces_without_date / questions_without_time).
     return trace.time is None or question.question_time is None or trace.time <= question.question_time
 
 
@@ -95,34 +100,91 @@ def _by_question_time(questions: list[EvalQuestion]) -> list[EvalQuestion]:
     return sorted(questions, key=lambda q: (q.question_time is None, q.question_time or dt.datetime.max))
 
 
+class _SystemFault(Exception):
+    """The memory system misbehaved on one question."""
+
+
+def _trace_ids(value: object, method: str) -> list[str]:
+    """What `retrieve` returned, as a list of id strings; anything else is the system's error on this question."""
+    if value is None:
+        raise _SystemFault(f"{method} returned None, not a list of trace ids")
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise _SystemFault(f"{method} returned a {type(value).__name__}, not a list of trace ids")
+    ids = list(value)
+    wrong = next((i for i in ids if not isinstance(i, str)), None)
+    if wrong is not None:
+        raise _SystemFault(f"{method} returned {wrong!r} ({type(wrong).__name__}) among its ids; ids are strings")
+    return ids
+
+
+def _call(system: MemorySystem, method: str, *args):
+    """One call into the system; its own exceptions become a _SystemFault naming the class and the method.
+    Domain errors (a built-in's unreachable embeddings endpoint) still stop the run with their own line."""
+    try:
+        return getattr(system, method)(*args)
+    except SynthError:
+        raise
+    except Exception as exc:
+        raise _SystemFault(f"{type(system).__name__}.{method} raised {describe_error(exc)}") from None
+
+
 def retrieve_all(persona: EvalPersona, system: MemorySystem, k: int, offline: bool,
                  skip: Collection[str] = ()) -> list[Retrieval]:
     """Query `system` for each question of the persona; online, it has been fed exactly the traces up to the
-    question's time (questions in time order, traces ingested incrementally); offline, every trace first."""
+    question's time (questions in time order, traces ingested incrementally); offline, every trace first.
+
+    Ids it returns that it was never given (unknown, or dated after the question time) are dropped before recall
+    and answering, and counted. A system that raises, or returns no list, fails that question and the run goes
+    on; one that raises in `ingest` fails the persona's remaining questions (its memory is incomplete)."""
     traces = persona.traces
+    known = {t.id for t in traces}
+    given: set[str] = set()
+    broken: str | None = None
     fed = 0
+
+    def feed(upto: Callable[[EvalTrace], bool]) -> None:
+        nonlocal fed, broken
+        while broken is None and fed < len(traces) and upto(traces[fed]):
+            try:
+                _call(system, "ingest", traces[fed].as_dict())
+            except _SystemFault as fault:
+                broken = f"{fault} (on trace '{traces[fed].id}'; no later question of this persona is asked)"
+                return
+            given.add(traces[fed].id)
+            fed += 1
+
     if offline:
-        for trace in traces:
-            system.ingest(trace.as_dict())
-        fed = len(traces)
+        feed(lambda trace: True)
     out = []
     for question in _by_question_time(persona.questions):
         if not offline:
-            while fed < len(traces) and _visible(traces[fed], question):
-                system.ingest(traces[fed].as_dict())
-                fed += 1
+            feed(lambda trace: _visible(trace, question))
         if question.key in skip:
+            continue
+        if broken is not None:
+            out.append(Retrieval(question, [], 0.0, fed, error=broken))
             continue
         if isinstance(system, OracleSystem):
             system.set_gold(question.gold_ids)
         start = time.perf_counter()
-        ids = list(dict.fromkeys(system.retrieve(question.question, k, question.question_time)))
-        if not getattr(system, "ignores_k", False):
-            ids = ids[:k]
-        answer_fn = getattr(system, "answer", None)
-        text = answer_fn(question.question, [dict(id=c, text=t) for c, t in question.choices],
-                         question.question_time) if callable(answer_fn) else None
-        out.append(Retrieval(question, ids, time.perf_counter() - start, fed, text))
+        try:
+            name = f"{type(system).__name__}.retrieve"
+            ids = list(dict.fromkeys(_trace_ids(_call(system, "retrieve", question.question, k,
+                                                      question.question_time), name)))
+            text = None
+            if callable(getattr(system, "answer", None)):
+                text = _call(system, "answer", question.question, [dict(id=c, text=t) for c, t in question.choices],
+                             question.question_time)
+                if text is not None and not isinstance(text, str):
+                    raise _SystemFault(f"{type(system).__name__}.answer returned a {type(text).__name__}, not text")
+        except _SystemFault as fault:
+            out.append(Retrieval(question, [], time.perf_counter() - start, fed, error=str(fault)))
+            continue
+        ranked = ids if getattr(system, "ignores_k", False) else ids[:k]
+        dropped = {"unknown": [i for i in ranked if i not in known],
+                   "future": [i for i in ranked if i in known and i not in given]}
+        out.append(Retrieval(question, [i for i in ranked if i in given], time.perf_counter() - start, fed, text,
+                             at_k=[i for i in ids[:k] if i in given], dropped=dropped))
     return out
 
 
@@ -210,8 +272,9 @@ class Scorer:
         return {
             "key": q.key, "question_id": q.id, "persona": q.persona, "language": self.persona.language,
             "question_type": q.question_type, "dimension": q.dimension, "question_time": q.time_text,
-            "visible_traces": r.visible, "retrieved": r.retrieved, "gold_trace_ids": q.gold_ids,
-            "recall": recall_scores(r.retrieved, q.evidence_sets),
+            "visible_traces": r.visible, "retrieved": r.retrieved, "retrieved_at_k": r.at_k,
+            "dropped_ids": r.dropped, "gold_trace_ids": q.gold_ids,
+            "recall": recall_scores(r.at_k, q.evidence_sets),
             "prediction": prediction, "choice_response": choice_text, "chosen": letter,
             "correct_choice_id": q.correct_choice_id,
             "correct": None if not q.choices or not q.correct_choice_id else letter == q.correct_choice_id,
@@ -268,13 +331,14 @@ def _check_identity(out: Path, settings: dict) -> None:
 
 
 def summarize_rows(rows: list[dict], eval_set: EvalSet, questions: list[EvalQuestion], settings: dict,
-                   run: dict) -> dict:
+                   run: dict, failed: Collection[dict] = ()) -> dict:
     resamples, seed = int(settings["bootstrap_resamples"]), int(settings["bootstrap_seed"])
     groups = {}
-    for field in ("question_type", "dimension"):
-        values = sorted({r[field] for r in rows})
-        groups[f"by_{field}"] = {v: aggregate([r for r in rows if r[field] == v], resamples, seed) for v in values}
-    return {"settings": run, "counts": _counts(rows, eval_set, questions, groups),
+    for grouping in ("question_type", "dimension"):
+        values = sorted({r[grouping] for r in rows})
+        groups[f"by_{grouping}"] = {v: aggregate([r for r in rows if r[grouping] == v], resamples, seed)
+                                    for v in values}
+    return {"settings": run, "counts": _counts(rows, eval_set, questions, groups, failed),
             "overall": aggregate(rows, resamples, seed), **groups}
 
 
@@ -285,18 +349,32 @@ def _future_evidence(eval_set: EvalSet, questions: list[EvalQuestion]) -> int:
         (when := times[q.persona].get(t)) is not None and when > q.question_time for t in q.gold_ids))
 
 
-def _counts(rows: list[dict], eval_set: EvalSet, questions: list[EvalQuestion], groups: dict) -> dict:
-    def per(field: str) -> dict[str, int]:
-        return {k: sum(1 for r in rows if r[field] == k) for k in groups[f"by_{field}"]}
+def _counts(rows: list[dict], eval_set: EvalSet, questions: list[EvalQuestion], groups: dict,
+            failed: Collection[dict]) -> dict:
+    def per(grouping: str) -> dict[str, int]:
+        return {k: sum(1 for r in rows if r[grouping] == k) for k in groups[f"by_{grouping}"]}
 
+    def dropped(kind: str) -> int:
+        return sum(len((r.get("dropped_ids") or {}).get(kind, [])) for r in rows)
+
+    asked = {q.persona for q in questions}
     return {
-        "personas": len({q.persona for q in questions}),
+        "personas": len(asked),
         "questions": len(questions),
         "scored": len(rows),
         "failed": len(questions) - len(rows),
+        # why, for the questions this invocation tried: the memory system raised or returned no list of ids, or
+        # the answerer/judge model gave no valid reply within its attempts
+        "failed_by_cause": {cause: sum(1 for f in failed if f.get("cause") == cause) for cause in ("system", "model")},
         "recall_excluded_no_gold_traces": sum(1 for r in rows if r.get("recall") is None),
         "multiple_choice": sum(1 for r in rows if r.get("correct") is not None),
         "questions_with_future_evidence": _future_evidence(eval_set, questions),
+        # ids the system returned that it was never given, dropped before recall and answering
+        "retrieved_ids_dropped": {"unknown": dropped("unknown"), "future": dropped("future"),
+                                  "questions": sum(1 for r in rows if any((r.get("dropped_ids") or {}).values()))},
+        # the online protocol cannot order these: such a question sees every trace, such a trace every question
+        "questions_without_time": sum(1 for q in questions if q.question_time is None),
+        "traces_without_date": sum(1 for p in eval_set.personas if p.key in asked for t in p.traces if t.time is None),
         "by_question_type": per("question_type"),
         "by_dimension": per("dimension"),
     }
@@ -308,37 +386,64 @@ def _fmt(cell: dict) -> str:
     return f"{cell['mean']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
 
 
-# Column labels of the per-group tables, short enough for an 80-column terminal.
-_SHORT = {"recall_flat": "R flat", "recall_all_all": "R all/all", "recall_all_any": "R all/any",
-          "recall_any_all": "R any/all", "recall_any_any": "R any/any", "choice_accuracy": "acc",
-          "memory_recall": "mem rec", "memory_helpfulness": "helpful", "hallucination_rate": "halluc",
-          "qa_consistency": "consist", "perfect_rate": "perfect"}
+def group_tables(summary: dict, group: str, width: int) -> list[Table]:
+    """The metrics of one grouping (by_question_type or by_dimension) as tables no wider than `width`: a row per
+    metric, a column per group (mean only; summary.json has the intervals), split into as many tables as needed."""
+    label = group.removeprefix("by_")
+    label_width = max(cell_len(text) for text in (label, "n", *METRICS))
+    names = list(summary[group])
+    chunks: list[list[str]] = []
+    used = width  # start a new table at the first name
+    for name in names:
+        column = max(cell_len(name), 4) + 3  # the text, one space either side, a border
+        if not chunks or used + column > width:
+            chunks.append([])
+            used = 1 + label_width + 3
+        chunks[-1].append(name)
+        used += column
+    tables = []
+    for number, chunk in enumerate(chunks, 1):
+        part = f" ({number}/{len(chunks)})" if len(chunks) > 1 else ""
+        table = Table(title=group.replace("_", " ") + part)
+        table.add_column(label, no_wrap=True)
+        for name in chunk:
+            table.add_column(name, justify="right", overflow="fold")  # a name wider than the screen wraps, uncut
+        table.add_row("n", *(str(summary["counts"][group].get(name, 0)) for name in chunk))
+        for metric in METRICS:
+            table.add_row(metric, *("—" if summary[group][name][metric]["mean"] is None
+                                    else f"{summary[group][name][metric]['mean']:.2f}" for name in chunk))
+        tables.append(table)
+    return tables
 
 
 def print_summary(summary: dict, console: Console) -> None:
     run = summary["settings"]
-    overall = Table(title=f"synth eval — {run['system']} k={run['k']} ({run['protocol']}) on {run['data']}")
-    overall.add_column("metric")
-    overall.add_column("mean [95% CI]", justify="right")
-    overall.add_column("n", justify="right")
+    # Not the table's title: a long --data path would be folded into the table's width.
+    console.print(f"synth eval — {run['system']} k={run['k']} ({run['protocol']}) on {run['data']}", highlight=False)
+    overall = Table(title="overall")
+    overall.add_column("metric", no_wrap=True)
+    overall.add_column("mean [95% CI]", justify="right", no_wrap=True)
+    overall.add_column("n", justify="right", no_wrap=True)
     for metric in METRICS:
         overall.add_row(metric, _fmt(summary["overall"][metric]), str(summary["overall"][metric]["n"]))
     console.print(overall)
     for group in ("by_question_type", "by_dimension"):
-        table = Table(title=group.replace("_", " "))
-        table.add_column(group.removeprefix("by_"))
-        table.add_column("n", justify="right")
-        for metric in METRICS:
-            table.add_column(_SHORT[metric], justify="right")
-        for name, cells in summary[group].items():
-            n = summary["counts"][group].get(name, 0)
-            table.add_row(name, str(n), *("—" if cells[m]["mean"] is None else f"{cells[m]['mean']:.2f}"
-                                          for m in METRICS))
-        console.print(table)
+        for table in group_tables(summary, group, console.width):
+            console.print(table)
     c = summary["counts"]
-    console.print(f"{c['scored']}/{c['questions']} question(s) scored, {c['failed']} failed; "
-                  f"{c['recall_excluded_no_gold_traces']} without gold traces left out of recall; "
-                  f"{c['questions_with_future_evidence']} with gold traces after the question time")
+    lines = [f"{c['scored']}/{c['questions']} question(s) scored, {c['failed']} failed; "
+             f"{c['recall_excluded_no_gold_traces']} without gold traces left out of recall; "
+             f"{c['questions_with_future_evidence']} with gold traces after the question time"]
+    dropped = c["retrieved_ids_dropped"]
+    if dropped["unknown"] or dropped["future"]:
+        lines.append(f"dropped before scoring: {dropped['unknown']} retrieved id(s) the system was never given and "
+                     f"{dropped['future']} dated after the question time ({dropped['questions']} question(s))")
+    if run["protocol"] == "online" and (c["questions_without_time"] or c["traces_without_date"]):
+        lines.append(f"not ordered in time: {c['questions_without_time']} question(s) without a readable "
+                     f"question_time (they see every trace), {c['traces_without_date']} trace(s) without a "
+                     "readable date (every question sees them)")
+    for line in lines:
+        console.print(line, highlight=False)
 
 
 def write_plots(summary: dict, out: Path) -> list[Path]:
@@ -379,6 +484,12 @@ def _route(provider: str | None, model: str | None, base_url: str | None) -> con
     return conf.resolve_route(name, model, base_url if name == "openai" else None)
 
 
+def _failed_row(q: EvalQuestion, cause: str, error: str) -> dict:
+    """A question that could not be scored: kept in results.jsonl with its error, retried on the next run."""
+    return {"key": q.key, "question_id": q.id, "persona": q.persona, "question_type": q.question_type,
+            "dimension": q.dimension, "cause": cause, "error": error}
+
+
 async def _score_all(scorers: dict[str, Scorer], retrievals: list[Retrieval], results_path: Path,
                      concurrency: int, on_done: Callable[[dict], None]) -> dict:
     """Score concurrently; each finished question is appended (and flushed) at once, so a kill loses nothing."""
@@ -389,15 +500,19 @@ async def _score_all(scorers: dict[str, Scorer], retrievals: list[Retrieval], re
 
         async def one(r: Retrieval) -> None:
             async with gate:
-                try:
-                    row = await scorers[r.question.persona].score(r)
-                    for name in ("requests", "cache_hits", "provider_calls"):
-                        calls[name] += row["tokens"][name]
-                    calls["input_tokens"] += row["tokens"]["input"]
-                    calls["output_tokens"] += row["tokens"]["output"]
-                except GenerationFailed as exc:
+                if r.error is not None:
+                    row = _failed_row(r.question, "system", r.error)
+                else:
+                    try:
+                        row = await scorers[r.question.persona].score(r)
+                        for name in ("requests", "cache_hits", "provider_calls"):
+                            calls[name] += row["tokens"][name]
+                        calls["input_tokens"] += row["tokens"]["input"]
+                        calls["output_tokens"] += row["tokens"]["output"]
+                    except GenerationFailed as exc:
+                        row = _failed_row(r.question, "model", str(exc))
+                if row["error"] is not None:
                     calls["failed_questions"] += 1
-                    row = {"key": r.question.key, "question_id": r.question.id, "error": str(exc)}
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
             handle.flush()
             on_done(row)
@@ -450,16 +565,23 @@ def run_eval(data, system, k, answerer_provider, answerer_model, judge_provider,
         console.print(f"{len(questions)} question(s) over {len(scorers)} persona(s): {len(done.keys() & keep)} already "
                       f"scored, {len(retrievals)} to score ({run['protocol']} protocol, system {run['system']})",
                       highlight=False)
-        calls = asyncio.run(_score_all(scorers, retrievals, results_path, workers,
-                                        lambda row: done.__setitem__(row["key"], row) if row.get("error") is None
-                                        else None))
+        failed: dict[str, dict] = {}
+
+        def finished(row: dict) -> None:
+            (done if row["error"] is None else failed)[row["key"]] = row
+
+        calls = asyncio.run(_score_all(scorers, retrievals, results_path, workers, finished))
     finally:
         cache.close()
     rows = [done[q.key] for q in questions if q.key in done]
-    summary = summarize_rows(rows, eval_set, questions, settings, run)
+    summary = summarize_rows(rows, eval_set, questions, settings, run, list(failed.values()))
     summary["calls"] = calls  # this invocation only (resumed rows cost nothing now)
     write_json_atomic(out / "summary.json", summary)
     print_summary(summary, console)
+    for row in list(failed.values())[:3]:
+        console.print(f"failed {row['key']}: {row['error']}", highlight=False)
+    if len(failed) > 3:
+        console.print(f"and {len(failed) - 3} more failed question(s): see {results_path}", highlight=False)
     if plot:
         for path in write_plots(summary, out):
             console.print(f"plot: {path}", highlight=False)

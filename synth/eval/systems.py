@@ -5,7 +5,8 @@ question at the question's time. Under the online protocol (the default) `synth 
 question it ingests exactly the traces dated at or before the question time, so a system can never see the future.
 Write your own as any class with these two methods (no base class needed) and pass `--system my_module:MySystem`
 (a module importable from the working directory, or `path/to/file.py:MySystem`); one instance is made per persona,
-with no constructor arguments.
+with no constructor arguments. A class that cannot be made stops `synth eval` with one line before anything is
+written; an exception (or a reply that is not a list of id strings) on one question fails that question only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import importlib.util
+import inspect
 import logging
 import re
 import sys
@@ -34,7 +36,9 @@ class MemorySystem(Protocol):
         (as the data has it), `time` (ISO datetime or None) and `content`.
     retrieve(question, k, question_time): the ids of at most k ingested traces that help answer `question`, best
         first. `question_time` (a datetime or None) is when the question is asked; every trace ingested so far is
-        at or before it under the online protocol. The list is cut to k unless the class sets `ignores_k = True`.
+        at or before it under the online protocol. The list is cut to k unless the class sets `ignores_k = True`
+        (then the answerer sees it all); recall@k is always of the first k ids. Ids it was never given (unknown,
+        or dated after the question time) are dropped before recall and answering, and counted.
 
     Optional: answer(question, choices, question_time) -> str. A system that answers by itself (an agent) returns
     its text; `synth eval` then uses that text as the free-text prediction and parses the chosen letter from it
@@ -195,7 +199,7 @@ def _load_class(spec: str) -> type:
         if target.endswith(".py"):
             path = Path(target)
             if not path.is_file():
-                raise InputError(f"--system: {path}: no such file")
+                raise InputError(f"--system {spec}: {path}: no such file")
             module_spec = importlib.util.spec_from_file_location(path.stem, path)
             module = importlib.util.module_from_spec(module_spec)
             module_spec.loader.exec_module(module)
@@ -204,11 +208,53 @@ def _load_class(spec: str) -> type:
                 sys.path.insert(0, str(Path.cwd()))
             module = importlib.import_module(target)
     except ImportError as exc:
-        raise InputError(f"--system: cannot import '{target}' ({exc})") from None
+        raise InputError(f"--system {spec}: cannot import '{target}' ({exc})") from None
+    except InputError:
+        raise
+    except Exception as exc:  # the plugin's own module failed while loading: name it, no traceback
+        raise InputError(f"--system {spec}: importing '{target}' raised {describe_error(exc)}") from None
     cls = getattr(module, name, None)
     if cls is None:
-        raise InputError(f"--system: '{target}' has no '{name}'")
+        raise InputError(f"--system {spec}: '{target}' has no '{name}'")
+    if not inspect.isclass(cls):
+        raise InputError(f"--system {spec}: '{name}' is a {type(cls).__name__}, not a class")
+    missing = [m for m in ("ingest", "retrieve") if not callable(getattr(cls, m, None))]
+    if missing:
+        raise InputError(f"--system {spec}: the class lacks {' and '.join(missing)} "
+                         "(needs ingest(trace) and retrieve(question, k, question_time))")
+    try:
+        inspect.signature(cls).bind()
+    except TypeError:
+        raise InputError(f"--system {spec}: the class needs constructor arguments {inspect.signature(cls)}; "
+                         "synth eval makes it with none") from None
+    except ValueError:
+        pass  # no signature to inspect (a C extension): constructing it will tell
     return cls
+
+
+def describe_error(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def plugin_factory(spec: str) -> Callable[[], MemorySystem]:
+    """A maker of instances of the user's class. The first instance is made at once, so a constructor that fails
+    stops `synth eval` with one line before it writes anything; it is handed out on the first call."""
+    cls = _load_class(spec)
+
+    def build() -> MemorySystem:
+        try:
+            return cls()
+        except Exception as exc:
+            raise InputError(f"--system {spec}: constructing it raised {describe_error(exc)}") from None
+
+    ready = [build()]
+
+    def make() -> MemorySystem:
+        return ready.pop() if ready else build()
+
+    return make
 
 
 def system_factory(spec: str | Callable[[], MemorySystem], embed_model: str | None = None,
@@ -222,12 +268,4 @@ def system_factory(spec: str | Callable[[], MemorySystem], embed_model: str | No
         return (lambda: DenseSystem(embed_model, base_url)) if embed_model else BM25System
     if spec == "full":
         return lambda: FullContextSystem(full_budget_tokens)
-    cls = _load_class(spec)
-
-    def make() -> MemorySystem:
-        system = cls()
-        if not isinstance(system, MemorySystem):
-            raise InputError(f"--system: {spec} lacks ingest(trace) and retrieve(question, k, question_time)")
-        return system
-
-    return make
+    return plugin_factory(spec)
