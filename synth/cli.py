@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from synth import conf
@@ -64,7 +65,8 @@ def guarded(fn):
         except typer.Exit:
             raise
         except SynthError as exc:
-            err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            # escaped: a message may name a TOML section ("[qa]") that rich would take for markup
+            err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err_console.print("interrupted: finished units are kept; run again to resume")

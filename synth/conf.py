@@ -40,20 +40,28 @@ def model_table() -> dict:
 
 
 def preset_config(preset: str, user_config: Path | None = None) -> dict:
-    """The preset's settings (before per-persona scale overrides)."""
+    """The preset's settings (before per-persona scale overrides), every section checked against its typed model:
+    an unknown key or a wrong type is one line naming the file, the section and the key."""
+    from synth import settings
+
     if preset not in PRESETS:
         raise InputError(f"--preset: unknown preset '{preset}' (choose one of {', '.join(PRESETS)})")
-    table = _load(CONFIG_DIR / "presets.toml")
+    presets_file = CONFIG_DIR / "presets.toml"
+    table = _load(presets_file)
     merged = deep_merge(table["defaults"], {k: v for k, v in table[preset].items() if k != "scale"})
     merged["preset"] = preset
     merged["_scale"] = table[preset].get("scale", {})
+    blame: dict[str, Path | str] = {}
     if user_config is not None:
         user = _load(user_config)
-        unknown = set(user) - set(merged) - {"scale"}
-        if unknown:
-            raise InputError(f"{user_config}: {sorted(unknown)[0]}: unknown setting")
+        settings.check_keys(user, user_config, allow_scale=True)
+        blame = {key: user_config for key in settings.dotted_keys({k: v for k, v in user.items() if k != "scale"})}
         merged["_scale"] = deep_merge(merged["_scale"], user.pop("scale", {}))
         merged = deep_merge(merged, user)
+    settings.parse(merged, blame, str(presets_file))
+    for scale in merged["_scale"]:
+        settings.check_keys(merged["_scale"][scale], f"{user_config or presets_file}: scale {scale}", allow_scale=False)
+        settings.parse(persona_config(merged, scale), blame, f"{user_config or presets_file} (scale {scale})")
     return merged
 
 

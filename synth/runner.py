@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import hashlib
 import time
 from collections.abc import Awaitable, Callable
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from synth import conf
+from synth import conf, settings
 from synth.conf import Route
 from synth.jsonl import Journal, read_records, write_atomic, write_json_atomic
 from synth.llm.base import BudgetExceeded, GenerationFailed, InputError, LLMRequest, Settings, SynthError
@@ -75,7 +76,6 @@ class StageContext:
         self.seed = seed
         self.dir = directory
         self.config = config
-        self.section: dict = config.get(stage.name, {})
         self.language = seed.language
         self.llm = llm
         self.routes = routes
@@ -88,6 +88,18 @@ class StageContext:
         self._on_unit = on_unit
         self._cache: dict[str, list] = dict(inputs or {})  # upstream records, parsed once per stage
 
+    @functools.cached_property
+    def settings(self) -> settings.Settings:
+        # a stage outside the registry (a plugin, a test) may carry a section of its own: not ours to check
+        return settings.parse({k: v for k, v in self.config.items() if k in settings.Settings.model_fields})
+
+    @functools.cached_property
+    def section(self) -> Any:
+        """The stage's typed settings section (synth.settings); a stage outside the registry gets its raw table."""
+        if self.stage.name in settings.Settings.model_fields:
+            return getattr(self.settings, self.stage.name)
+        return self.config.get(self.stage.name, {})
+
     # ---- reading upstream
     def read(self, name: str) -> list:
         if name not in self._cache:
@@ -99,8 +111,8 @@ class StageContext:
                   check: Callable[[M], None] | None = None, sample: int = 0, max_tokens: int | None = None) -> M:
         messages = render(template, language=self.language, **variables)
         settings = Settings(
-            temperature=float(self.config.get("temperature", 0.8)),
-            max_tokens=int(max_tokens or self.config.get("max_tokens", 4096)),
+            temperature=self.settings.temperature,
+            max_tokens=max_tokens or self.settings.max_tokens,
         )
         request = LLMRequest(task=task, messages=messages, json_schema=schema_of(model), settings=settings,
                              sample=sample, schema_name=task)
@@ -115,12 +127,15 @@ class StageContext:
     async def _one(self, key: str, work: Callable[[], Awaitable[Records]]) -> bool:
         try:
             records = await work()
-        except GenerationFailed as exc:
-            self.journal.fail(key, str(exc))
-            self.failures.append((key, str(exc)))
-            return False
         except BudgetExceeded as exc:
             self.budget_error = self.budget_error or exc
+            return False
+        except SynthError:
+            raise  # run-wide (a refused key, bad input): the CLI says it once, not once per unit
+        except Exception as exc:  # noqa: BLE001 - transport faults past max_attempts, and anything unexpected
+            reason = str(exc) if isinstance(exc, GenerationFailed) else " ".join(f"{type(exc).__name__}: {exc}".split())
+            self.journal.fail(key, reason)
+            self.failures.append((key, reason))
             return False
         self.journal.record(key, records)
         self._on_unit()

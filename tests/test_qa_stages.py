@@ -29,13 +29,13 @@ START = dt.date(2022, 1, 1)
 END = dt.date(2022, 6, 30)
 PID = "p_qa"
 
-CONFIG = {
+CONFIG = conf.deep_merge(conf.preset_config("small"), {
     "temperature": 0.5, "max_tokens": 512,
     "qa": {"window_days": 60, "stride_days": 30, "types": list(QUESTION_TYPES), "target_per_type": 2,
            "plans_per_type": 3, "max_segment_evidence": 12},
     "distractors": {"rounds": 3, "length_ratio": 1.5},
     "filter": {"length_ratio": 1.5, "dedup_threshold": 0.85, "blind_confidence": 0.8},
-}
+})
 
 
 def build_persona_dir(root: Path, language: str = "en") -> Path:

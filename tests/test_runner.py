@@ -64,7 +64,7 @@ def world(tmp_path, monkeypatch):
                       interests=[], backstory="b", relations=[])
     (persona_dir / "persona.jsonl").write_text(persona.model_dump_json() + "\n")
     route = conf.resolve_route("fake", None)
-    config = {"echo": {"count": 5}, "temperature": 0.5, "max_tokens": 200}
+    config = conf.deep_merge(conf.preset_config("small"), {"echo": {"count": 5}, "temperature": 0.5, "max_tokens": 200})
     options = RunOptions(out=out, config=config, route=route)
     fake = FakeProvider(seed=0)
     llm = LLM(providers=lambda r: fake, cache=ResponseCache(out / "cache.sqlite"))

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.models import DIMENSIONS, AnchorState, ArcState, EventSeed, LifeArc, MajorEvent, Persona, mint_id
 from synth.runner import Stage, StageContext
+from synth.settings import ArcsSettings
 from synth.seedpool import SeedConcept, load_seed_pool, seeds_for_age
 from synth.stages.persona import unique_labels
 
@@ -29,7 +30,7 @@ def arc_label_ids(arcs: list[LifeArc]) -> dict[str, str]:
 
 def answer_tokens(ctx: StageContext, estimate: int) -> int:
     """Room for a long structured answer: the configured max_tokens, raised when the answer needs more."""
-    return max(int(ctx.config.get("max_tokens", 4096)), estimate)
+    return max(ctx.settings.max_tokens, estimate)
 
 
 # ------------------------------------------------------------------------------------------ (a) seed pool
@@ -106,9 +107,9 @@ def build_arcs(persona: Persona, seeds: list[EventSeed], answer: BaseModel) -> l
 
 # ------------------------------------------------------------------------------------------ (c) major events
 
-def major_event_count(section: dict, days: int) -> int:
-    per_year = float(section.get("major_events_per_year", 8))
-    wanted = max(int(section.get("min_major_events", 2)), round(per_year * days / 365.25))
+def major_event_count(section: ArcsSettings, days: int) -> int:
+    per_year = section.major_events_per_year
+    wanted = max(section.min_major_events, round(per_year * days / 365.25))
     return max(1, min(wanted, days))
 
 
@@ -185,19 +186,19 @@ async def run(ctx: StageContext) -> None:
     section = ctx.section
     base = {"persona": persona.model_dump(mode="json")}
     pool = seeds_for_age(load_seed_pool(), persona.age)
-    per_dimension = int(section.get("arcs_per_dimension", 2))
-    states = max(2, int(section.get("anchor_states", 4)))
+    per_dimension = section.arcs_per_dimension
+    states = max(2, section.anchor_states)
     days = (persona.end - persona.start).days + 1
     keys = ("arcs/seeds", "arcs/plan", "arcs/major_events")
 
     async def seed_pool() -> dict[str, list]:
         names = tuple(s.name for s in pool)
-        keep_max = max(1, min(len(names), int(section.get("max_kept_seeds", 12))))
-        model = seed_answer(names, min(3, keep_max), keep_max, int(section.get("added_seeds", 4)))
+        keep_max = max(1, min(len(names), section.max_kept_seeds))
+        model = seed_answer(names, min(3, keep_max), keep_max, section.added_seeds)
         answer = await ctx.ask("arcs", "arcs_seeds.j2", {
             **base, "pool": [{"name": s.name, "title": s.title_in(ctx.language),
                               "description": s.description_in(ctx.language)} for s in pool],
-            "keep_max": keep_max, "added": int(section.get("added_seeds", 4)),
+            "keep_max": keep_max, "added": section.added_seeds,
         }, model)
         return {"seeds.jsonl": build_seeds(persona, pool, answer)}
 

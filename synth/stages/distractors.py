@@ -89,8 +89,8 @@ class Refiner:
         self.persona: Persona = ctx.read("persona.jsonl")[0]
         self.arcs: list[LifeArc] = ctx.read("arcs.jsonl")
         self.traces: dict[str, Trace] = {t.id: t for t in ctx.read("traces.jsonl")}
-        self.rounds = max(1, int(ctx.section.get("rounds", 3)))
-        self.length_ratio = float(ctx.section.get("length_ratio", 1.5))
+        self.rounds = max(1, ctx.section.rounds)
+        self.length_ratio = ctx.section.length_ratio
 
     def first_date(self, trace_ids: list[str]) -> str:
         times = [self.traces[t].time for t in trace_ids if t in self.traces]

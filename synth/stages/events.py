@@ -67,9 +67,9 @@ async def run(ctx: StageContext) -> None:
     majors: dict[str, MajorEvent] = {e.id: e for e in ctx.read("major_events.jsonl")}
     phases: list[Phase] = ctx.read("phases.jsonl")
     section = ctx.section
-    count = int(section.get("events_per_phase", 6))
-    low = max(1, int(section.get("min_evidence", 2)))
-    high = max(low, int(section.get("max_evidence", 4)))
+    count = section.events_per_phase
+    low = max(1, section.min_evidence)
+    high = max(low, section.max_evidence)
     people = relation_labels(persona)
     arc_ids = arc_label_ids(arcs)
     base = {"persona": persona.model_dump(mode="json"), "arcs": arc_views(arcs)}

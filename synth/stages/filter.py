@@ -141,7 +141,7 @@ class Judge:
         if answerable(item):
             return [{"date": self._date(r.evidence_id), "statement": r.statement} for r in item.evidence]
         # Unanswerable: everything the arc's traces had shown by the question time, to prove the topic is absent.
-        limit = int(self.ctx.section.get("sufficiency_max_evidence", 40))
+        limit = self.ctx.section.sufficiency_max_evidence
         known = sorted(((self.first_seen[e.id], e) for e in self.evidence
                         if item.arc_id in e.arc_ids and e.id in self.first_seen
                         and self.first_seen[e.id] <= item.question_time), key=lambda pair: (pair[0], pair[1].id))
@@ -225,7 +225,7 @@ async def run(ctx: StageContext) -> dict[str, list]:
     judge = Judge(ctx)
     items: list[MCQ] = ctx.read("mcq.jsonl")
     evidence_ids = {e.id for e in judge.evidence}
-    min_chars = int(ctx.section.get("min_option_chars", {}).get(ctx.language, 2))
+    min_chars = ctx.section.min_option_chars[ctx.language]
     formats = {i.id: format_problem(i, ctx.language, judge.traces, evidence_ids, min_chars) for i in items}
 
     def unit(item: MCQ):
@@ -237,9 +237,9 @@ async def run(ctx: StageContext) -> dict[str, list]:
     await ctx.units([(f"check/{i.id}", unit(i)) for i in items if not formats[i.id]])
     checks = {i.id: d["checks"][0] for i in items if (d := ctx.done(f"check/{i.id}"))}
     reviewed = human_verdicts(ctx)
-    ratio = float(section.get("length_ratio", 1.5))
-    threshold = float(section.get("blind_confidence", 0.8))
-    unanswerable_too = bool(section.get("blind_unanswerable", False))
+    ratio = section.length_ratio
+    threshold = section.blind_confidence
+    unanswerable_too = section.blind_unanswerable
 
     def problems(item: MCQ, checked: dict) -> list[tuple[str, str]]:
         if formats[item.id]:
@@ -254,7 +254,7 @@ async def run(ctx: StageContext) -> dict[str, list]:
 
     # An item whose checks failed this run is left to the retry (the runner reports the stage as failed).
     decidable = [i for i in items if formats[i.id] or i.id in checks]
-    final, rejected = decide(decidable, checks, problems, float(section.get("dedup_threshold", 0.85)))
+    final, rejected = decide(decidable, checks, problems, section.dedup_threshold)
     write_json_atomic(ctx.dir / "filter_report.json", report(items, final, rejected))
     return {"final.jsonl": final, "rejected.jsonl": rejected}
 

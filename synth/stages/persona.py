@@ -39,7 +39,7 @@ def persona_answer(min_relations: int) -> type[BaseModel]:
 
 def timeline(seed: PersonaSeed, config: dict) -> tuple[dt.date, dt.date]:
     """The persona's timeline, both ends inclusive; `timeline_days` > 0 overrides the seed's length."""
-    days = int(config.get("timeline_days", 0) or 0)
+    days = int(config["timeline_days"])
     if days > 0:
         return seed.start, seed.start + dt.timedelta(days=days - 1)
     return seed.start, seed.end
@@ -80,7 +80,7 @@ def build_persona(seed: PersonaSeed, config: dict, answer: BaseModel) -> Persona
 
 
 async def run(ctx: StageContext) -> None:
-    min_relations = int(ctx.section.get("min_relations", 5))
+    min_relations = ctx.section.min_relations
     start, end = timeline(ctx.seed, ctx.config)
 
     async def enrich() -> dict[str, list]:

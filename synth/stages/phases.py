@@ -76,7 +76,7 @@ async def run(ctx: StageContext) -> None:
     persona: Persona = ctx.read("persona.jsonl")[0]
     arcs: list[LifeArc] = ctx.read("arcs.jsonl")
     events = sorted(ctx.read("major_events.jsonl"), key=lambda e: (e.start, e.index))
-    per_event = int(ctx.section.get("phases_per_event", 3))
+    per_event = ctx.section.phases_per_event
     base = {"persona": persona.model_dump(mode="json"), "arcs": arc_views(arcs)}
     snapshot_model = snapshot_answer(len(arcs))
 

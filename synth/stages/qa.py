@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.models import QA, EvidenceRef, LifeArc, Persona, Trace, mint_id
 from synth.runner import Stage, StageContext
+from synth.settings import DistractorsSettings, FilterSettings, QASettings
 from synth.windows import MIN_DAYS, MIN_EVIDENCE, Segment, SegmentEvidence, candidates, observable_evidence, \
     trajectory_segments
 
@@ -82,13 +83,13 @@ def question_time(base: dt.datetime, day_offset: int, hour: int) -> dt.datetime:
     return asked
 
 
-def max_day_offset(base: dt.datetime, persona: Persona, section: dict) -> int:
-    last = persona.end + dt.timedelta(days=int(section.get("question_grace_days", 7)))
-    return max(0, min(int(section.get("max_question_delay_days", 30)), (last - base.date()).days))
+def max_day_offset(base: dt.datetime, persona: Persona, section: QASettings) -> int:
+    last = persona.end + dt.timedelta(days=section.question_grace_days)
+    return max(0, min(section.max_question_delay_days, (last - base.date()).days))
 
 
-def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: dict) -> list[dict]:
-    limit, chars = int(section.get("max_prompt_traces", 8)), int(section.get("trace_chars", 1500))
+def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: QASettings | DistractorsSettings | FilterSettings) -> list[dict]:
+    limit, chars = section.max_prompt_traces, section.trace_chars
     out = []
     for trace_id in list(dict.fromkeys(ids))[:limit]:
         trace = traces[trace_id]
@@ -110,8 +111,8 @@ class Planner:
         items = observable_evidence(ctx.read("evidence.jsonl"), self.traces.values())
         self.segments = trajectory_segments(
             items, [a.id for a in self.arcs], self.persona.start, self.persona.end,
-            int(section.get("window_days", 60)), int(section.get("stride_days", 30)),
-            int(section.get("max_segment_evidence", 24)),
+            section.window_days, section.stride_days,
+            section.max_segment_evidence,
         )
         self.common = {"persona": self.persona, "arcs": self.arcs}
 
@@ -171,8 +172,8 @@ def plan_key(question_type: str, segment: Segment) -> str:
 
 async def run(ctx: StageContext) -> dict[str, list]:
     planner = Planner(ctx)
-    types = [t for t in ctx.section.get("types", []) if t in MIN_EVIDENCE]
-    picks = candidates(planner.segments, types, int(ctx.section.get("plans_per_type", 10)))
+    types = [t for t in ctx.section.types if t in MIN_EVIDENCE]
+    picks = candidates(planner.segments, types, ctx.section.plans_per_type)
 
     def plan_unit(question_type: str, segment: Segment):
         async def work():
@@ -181,7 +182,7 @@ async def run(ctx: StageContext) -> dict[str, list]:
 
     await ctx.units([(plan_key(t, s), plan_unit(t, s)) for t, s in picks])
     # Keep the first `target_per_type` feasible plans of each type, in candidate order (deterministic).
-    target = int(ctx.section.get("target_per_type", 6))
+    target = ctx.section.target_per_type
     chosen: list[tuple[dict, Segment]] = []
     taken: dict[str, int] = {}
     for question_type, segment in picks:

@@ -14,10 +14,8 @@ from pydantic import BaseModel, Field, create_model
 from synth.llm.fake import estimate_tokens
 from synth.models import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
 from synth.runner import Stage, StageContext
+from synth.settings import TracesSettings
 from synth.stages.arcs import answer_tokens, arc_views
-
-DEFAULT_MEDIA = {"diary": 4, "social_post": 3, "message_thread": 3, "email": 2, "note": 2, "todo_list": 1,
-                 "calendar_entry": 1, "search_history": 1, "voice_memo_transcript": 1, "photo_caption": 1}
 
 
 class TraceText(BaseModel):
@@ -39,9 +37,8 @@ def plan_answer(media: tuple[str, ...], evidence: int, count: int, max_delay: in
     return create_model("TracePlans", traces=(list[plan], Field(min_length=count, max_length=count)))
 
 
-def media_weights(section: dict) -> dict[str, float]:
-    weights = {name: float(w) for name, w in section.get("media", DEFAULT_MEDIA).items() if float(w) > 0}
-    return weights or dict(DEFAULT_MEDIA)
+def media_weights(section: TracesSettings) -> dict[str, float]:
+    return {name: float(w) for name, w in section.media.items() if float(w) > 0}
 
 
 def suggest_media(key: str, count: int, weights: dict[str, float]) -> list[str]:
@@ -94,11 +91,11 @@ async def run(ctx: StageContext) -> None:
     for item in ctx.read("evidence.jsonl"):
         evidence_by_event.setdefault(item.event_id, []).append(item)
     section = ctx.section
-    count = max(1, int(section.get("traces_per_event", 2)))
+    count = max(1, section.traces_per_event)
     weights = media_weights(section)
     media = tuple(sorted(weights))
-    words = (int(section.get("min_words", 80)), int(section.get("max_words", 320)))
-    delay_limit = int(section.get("max_delay_hours", 48))
+    words = (section.min_words, section.max_words)
+    delay_limit = section.max_delay_hours
     phase_at = {p.id: i for i, p in enumerate(phases)}
     base = {"persona": persona.model_dump(mode="json"), "arcs": arc_views(arcs)}
 

@@ -1,0 +1,197 @@
+"""Typed settings: one pydantic model per config section, unknown keys refused, defaults only in presets.toml.
+
+The models declare names and types and nothing else (no defaults): every value comes from `presets.toml`'s
+`[defaults]`, a preset, a scale override or a user's `--config` file, so a default cannot drift between the file
+and the code. A key that no model declares — `[qa] windows_days = 30` — is one line naming the file, the section
+and the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from synth.llm.base import InputError
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PersonaSettings(Section):
+    min_relations: int = Field(ge=1)
+
+
+class ArcsSettings(Section):
+    arcs_per_dimension: int = Field(ge=1)
+    anchor_states: int = Field(ge=2)
+    added_seeds: int = Field(ge=0)
+    max_kept_seeds: int = Field(ge=1)
+    major_events_per_year: float = Field(ge=0)
+    min_major_events: int = Field(ge=1)
+
+
+class PhasesSettings(Section):
+    phases_per_event: int = Field(ge=1)
+
+
+class EventsSettings(Section):
+    events_per_phase: int = Field(ge=1)
+    min_evidence: int = Field(ge=1)
+    max_evidence: int = Field(ge=1)
+
+
+class TracesSettings(Section):
+    traces_per_event: int = Field(ge=1)
+    min_words: int = Field(ge=1)
+    max_words: int = Field(ge=1)
+    max_delay_hours: int = Field(ge=0)
+    media: dict[str, float]  # relative weights of the media mix; at least one must be positive
+
+    @model_validator(mode="after")
+    def _some_medium(self) -> "TracesSettings":
+        if not any(w > 0 for w in self.media.values()):
+            raise ValueError("media: at least one medium needs a positive weight")
+        if self.min_words > self.max_words:
+            raise ValueError(f"min_words {self.min_words} is above max_words {self.max_words}")
+        return self
+
+
+class QASettings(Section):
+    window_days: int = Field(ge=1)
+    stride_days: int = Field(ge=1)
+    types: list[str]
+    target_per_type: int = Field(ge=0)
+    plans_per_type: int = Field(ge=0)
+    max_segment_evidence: int = Field(ge=1)
+    question_grace_days: int = Field(ge=0)
+    max_question_delay_days: int = Field(ge=0)
+    trace_chars: int = Field(ge=1)
+    max_prompt_traces: int = Field(ge=0)
+
+
+class DistractorsSettings(Section):
+    rounds: int = Field(ge=1)
+    length_ratio: float = Field(gt=0)
+    trace_chars: int = Field(ge=1)
+    max_prompt_traces: int = Field(ge=0)
+
+
+class FilterSettings(Section):
+    length_ratio: float = Field(gt=0)
+    dedup_threshold: float = Field(ge=0, le=1)
+    blind_confidence: float = Field(ge=0, le=1)
+    blind_unanswerable: bool
+    min_option_chars: dict[Literal["en", "zh"], int]
+    sufficiency_max_evidence: int = Field(ge=1)
+    trace_chars: int = Field(ge=1)
+    max_prompt_traces: int = Field(ge=0)
+
+
+class BatchSettings(Section):
+    window_s: float = Field(ge=0)
+    max_requests: int = Field(ge=1)
+    poll_s: float = Field(gt=0)
+
+
+class DryRunSettings(Section):
+    output_tokens: dict[str, int]
+
+
+class EvalSettings(Section):
+    context_tokens: int = Field(ge=1)
+    full_context_tokens: int = Field(ge=1)
+    answer_temperature: float = Field(ge=0)
+    answer_max_tokens: int = Field(ge=1)
+    judge_temperature: float = Field(ge=0)
+    judge_max_tokens: int = Field(ge=1)
+    bootstrap_resamples: int = Field(ge=1)
+    bootstrap_seed: int
+    concurrency: int = Field(ge=1)
+
+
+class Settings(Section):
+    """The whole resolved configuration of one persona's run (after preset, scale and --config)."""
+
+    preset: str
+    personas: int = Field(ge=0)
+    timeline_days: int = Field(ge=0)
+    concurrency: int = Field(ge=1)
+    max_repairs: int = Field(ge=0)
+    max_attempts: int = Field(ge=1)
+    timeout_s: float = Field(gt=0)
+    temperature: float = Field(ge=0)
+    max_tokens: int = Field(ge=1)
+    persona: PersonaSettings
+    arcs: ArcsSettings
+    phases: PhasesSettings
+    events: EventsSettings
+    traces: TracesSettings
+    qa: QASettings
+    distractors: DistractorsSettings
+    filter: FilterSettings
+    batch: BatchSettings
+    dry_run: DryRunSettings
+    routes: dict[str, str]
+    eval: EvalSettings
+
+
+def _section_model(model: type[BaseModel], key: str) -> type[BaseModel] | None:
+    field = model.model_fields.get(key)
+    annotation = getattr(field, "annotation", None)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def check_keys(data: dict, source: Path | str, *, allow_scale: bool) -> None:
+    """Refuse a key no settings model declares, naming the file, the section and the key."""
+
+    def walk(node: dict, model: type[BaseModel], where: str) -> None:
+        for key, value in node.items():
+            if where == "" and key == "scale" and allow_scale:
+                if not isinstance(value, dict):
+                    raise InputError(f"{source}: [scale]: must be a table of persona scales")
+                for scale, over in value.items():
+                    if not isinstance(over, dict):
+                        raise InputError(f'{source}: [scale."{scale}"]: must be a table')
+                    walk(over, Settings, f'scale."{scale}".')
+                continue
+            if key not in model.model_fields or (where == "" and key == "preset"):
+                section = f"[{where.rstrip('.')}] " if where else ""
+                known = ", ".join(k for k in model.model_fields if k != "preset")
+                raise InputError(f"{source}: {section}{key}: unknown setting (known here: {known})")
+            sub = _section_model(model, key)
+            if sub is not None:
+                if not isinstance(value, dict):
+                    raise InputError(f"{source}: {key}: must be a table ([{where}{key}])")
+                walk(value, sub, f"{where}{key}.")
+
+    walk(data, Settings, "")
+
+
+def parse(config: dict, blame: dict[str, Path | str] | None = None, default_source: str = "presets.toml") -> Settings:
+    """Validate a resolved config; a wrong type or range is one line naming the file that set the value."""
+    data = {k: v for k, v in config.items() if not k.startswith("_")}
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = [str(part) for part in error["loc"] if part != "[key]"]
+        dotted = ".".join(loc)
+        source = next((src for key, src in (blame or {}).items()
+                       if key == dotted or key.startswith(dotted + ".") or dotted.startswith(key + ".")), default_source)
+        section = f"[{'.'.join(loc[:-1])}] " if len(loc) > 1 else ""
+        what = {"missing": "missing setting", "extra_forbidden": "unknown setting"}.get(
+            error["type"], f"{error['msg']} (got {error.get('input')!r})")
+        raise InputError(f"{source}: {section}{loc[-1]}: {what}") from None
+
+
+def dotted_keys(data: Any, prefix: str = "") -> list[str]:
+    """Every leaf key of a nested table as `section.key` (for naming the file that set a value)."""
+    if not isinstance(data, dict):
+        return [prefix.rstrip(".")]
+    out: list[str] = []
+    for key, value in data.items():
+        out.extend(dotted_keys(value, f"{prefix}{key}.") if isinstance(value, dict) else [f"{prefix}{key}"])
+    return out
