@@ -198,11 +198,19 @@ def test_offline_protocol_feeds_every_trace_first(tmp_path):
 
 def test_oracle_recall_is_exactly_one(tmp_path):
     persona = _persona(tmp_path)
-    scored = [recall_scores(r.retrieved, r.question.evidence_sets)
-              for r in retrieve_all(persona, OracleSystem(), k=1, offline=False)]
+    scored = [recall_scores(r.at_k, r.question.evidence_sets)
+              for r in retrieve_all(persona, OracleSystem(), k=10, offline=False)]
     answerable = [s for s in scored if s is not None]
     assert len(answerable) == 3 and len(scored) == 4
     assert all(v == 1.0 for s in answerable for v in s.values())
+
+
+def test_oracle_recall_at_1_is_of_its_first_gold_trace(tmp_path):
+    # It ignores k (the answerer gets every gold trace), but recall@k is of the first k ids, as for any system.
+    q2 = next(r for r in retrieve_all(_persona(tmp_path), OracleSystem(), k=1, offline=False)
+              if r.question.id == "q2")
+    assert (q2.retrieved, q2.at_k) == (["t2", "t4"], ["t2"])
+    assert recall_scores(q2.at_k, q2.question.evidence_sets)["recall_flat"] == 0.5
 
 
 # ---- BM25 ----------------------------------------------------------------------------------------------------

@@ -368,3 +368,15 @@ def test_a_group_name_wider_than_the_screen_wraps_instead_of_being_cut():
     # its table has one group column; the header cell is folded over two lines, every character kept
     header = "".join(line.split("┃")[2].strip() for line in text.splitlines() if line.count("┃") == 3)
     assert long_name in header
+
+
+def test_dense_flat_without_a_key_or_server_stops_before_writing_anything(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    write_release(tmp_path / "data")
+    with pytest.raises(InputError, match="--embed-model needs OPENAI_API_KEY"):
+        run_eval(data=tmp_path / "data", system="flat", k=3, answerer_provider="fake", answerer_model=None,
+                 judge_provider="fake", judge_model=None, base_url=None, embed_model="some-embedder",
+                 offline=False, out=tmp_path / "run", plot=False, limit=None, concurrency=2,
+                 console=Console(file=io.StringIO()))
+    assert not (tmp_path / "run").exists()

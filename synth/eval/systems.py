@@ -238,9 +238,19 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
+def _made_now(build: Callable[[], MemorySystem]) -> Callable[[], MemorySystem]:
+    """A maker whose first instance is made at once, so a constructor that fails stops `synth eval` with one line
+    before it writes anything; that instance is handed out on the first call."""
+    ready = [build()]
+
+    def make() -> MemorySystem:
+        return ready.pop() if ready else build()
+
+    return make
+
+
 def plugin_factory(spec: str) -> Callable[[], MemorySystem]:
-    """A maker of instances of the user's class. The first instance is made at once, so a constructor that fails
-    stops `synth eval` with one line before it writes anything; it is handed out on the first call."""
+    """A maker of instances of the user's class (`module:Class` or `path/to/file.py:Class`)."""
     cls = _load_class(spec)
 
     def build() -> MemorySystem:
@@ -249,12 +259,7 @@ def plugin_factory(spec: str) -> Callable[[], MemorySystem]:
         except Exception as exc:
             raise InputError(f"--system {spec}: constructing it raised {describe_error(exc)}") from None
 
-    ready = [build()]
-
-    def make() -> MemorySystem:
-        return ready.pop() if ready else build()
-
-    return make
+    return _made_now(build)
 
 
 def system_factory(spec: str | Callable[[], MemorySystem], embed_model: str | None = None,
@@ -265,7 +270,7 @@ def system_factory(spec: str | Callable[[], MemorySystem], embed_model: str | No
     if spec == "oracle":
         return OracleSystem
     if spec == "flat":
-        return (lambda: DenseSystem(embed_model, base_url)) if embed_model else BM25System
+        return _made_now(lambda: DenseSystem(embed_model, base_url)) if embed_model else BM25System
     if spec == "full":
         return lambda: FullContextSystem(full_budget_tokens)
     return plugin_factory(spec)
