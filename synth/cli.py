@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import os
 import sys
 import tempfile
@@ -93,26 +92,27 @@ def _personas(paths: list[Path] | None) -> list[Path]:
 def _run(names: list[str], *, out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
          max_tokens, config, force, seed, export: bool, batch: bool = False) -> None:
     from synth.llm.providers import provider_factory
-    from synth.pipeline import DatasetLock, open_session, run_stages, select_personas
+    from synth.pipeline import DatasetLock, open_session, run_stages
     from synth.runner import preflight
 
-    preset = _preset(preset, provider)
-    target = _out(out, preset)
+    target = _out(out, _preset(preset, provider))
     # Everything cheap is checked before the lock and before any file is written: config, personas, the
     # provider/model pair and its key, the inputs and the templates.
-    name, reason = conf.choose_provider(provider)
-    err_console.print(f"provider: [bold]{name}[/] ({reason}); preset {preset}", highlight=False)
-    if name == "local" and (model is None or model == conf.model_table()["providers"]["local"]["default_model"]):
+    run, seeds = _resolve(target, personas, persona, preset, provider, model, base_url, config)
+    name = run.provider
+    if run.changes:
+        _say_changes(target, run, seeds, names)
+    err_console.print(f"provider: [bold]{name}[/] ({escape(run.reason)}); preset {run.preset}", highlight=False,
+                      soft_wrap=True)
+    if name == "local" and (run.model is None or run.model == conf.model_table()["providers"]["local"]["default_model"]):
         from synth.llm.local import DEFAULT_MODEL_WARNING
 
         err_console.print(f"[yellow]warning:[/] {DEFAULT_MODEL_WARNING}", highlight=False)
-    preset_cfg = conf.preset_config(preset, config)
-    seeds = select_personas(_personas(personas), persona or [], preset_cfg)
-    provider_factory(float(preset_cfg["timeout_s"]))(conf.resolve_route(name, model, base_url))
+    provider_factory(float(run.config["timeout_s"]))(conf.resolve_route(name, run.model, run.base_url))
     preflight(names, seeds, target)
     with DatasetLock(target):
-        session = open_session(target, _personas(personas), persona or [], preset, name, model, base_url,
-                               concurrency, budget_usd, max_tokens, config, seed=seed, batch=batch)
+        session = open_session(target, _personas(personas), run.personas, run.preset, name, run.model, run.base_url,
+                               concurrency, budget_usd, max_tokens, run.config, seed=seed, batch=batch)
         try:
             results = asyncio.run(run_stages(session, names, force=force))
             ran = sum(len(v) for v in results.values())
@@ -124,6 +124,29 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
                 err_console.print(f"exported {len(paths)} file(s) under {target / 'export'}")
         finally:
             session.close()
+
+
+def _resolve(target: Path, personas, persona, preset, provider, model, base_url, config):
+    """The run's settings (explicit options, else the dataset's dataset.json, else defaults) and its personas."""
+    from synth.pipeline import resolve_run, select_personas
+
+    run = resolve_run(target, preset, provider, model, base_url, config, persona or [], _preset)
+    return run, select_personas(_personas(personas), run.personas, run.config)
+
+
+def _say_changes(target: Path, run, seeds, names: list[str]) -> None:
+    """The first line when options override what the dataset recorded: what changed and what that makes stale."""
+    from synth.runner import persona_dir, persona_statuses
+
+    route = conf.resolve_route(run.provider, run.model, run.base_url)
+    stale: list[str] = []
+    for seed in seeds:
+        statuses = persona_statuses(seed, persona_dir(target, seed), conf.persona_config(run.config, seed.scale), route)
+        stale += [name for name, status in statuses.items() if status != "fresh" and name not in stale]
+    err_console.print(
+        f"[yellow]changed from {target / 'dataset.json'}:[/] {escape(', '.join(run.changes))}; "
+        f"stale now: {', '.join(stale) or 'nothing'} (this command runs {', '.join(names)})", highlight=False,
+        soft_wrap=True)
 
 
 def _stage_command(name: str, help_text: str):
@@ -182,31 +205,21 @@ def status_command(out: Out = None, personas: Personas = None, persona: PersonaI
                    provider: Provider = None, model: Model = None, base_url: BaseUrl = None,
                    config: ConfigFile = None) -> None:
     """Per persona and stage: fresh / stale / missing / failed, record counts, calls and cost."""
-    from synth.pipeline import select_personas
-    from synth.runner import load_manifest, persona_dir, stage_status, stages
+    from synth.runner import load_manifest, persona_dir, persona_statuses
 
     target = _out(out, preset)
-    dataset = target / "dataset.json"
-    if dataset.is_file() and provider is None:
-        recorded = json.loads(dataset.read_text())
-        provider, model, base_url = recorded["provider"], model or recorded["model"], base_url or recorded["base_url"]
-        preset = preset or recorded.get("preset")
-    preset = _preset(preset, provider)
-    name, _ = conf.choose_provider(provider)
-    route = conf.resolve_route(name, model, base_url)
-    preset_cfg = conf.preset_config(preset, config)
-    seeds = select_personas(_personas(personas), persona or [], preset_cfg)
+    run, seeds = _resolve(target, personas, persona, preset, provider, model, base_url, config)
+    route = conf.resolve_route(run.provider, run.model, run.base_url)
     table = Table(title=f"synth status — {target}")
     for col in ("persona", "stage", "status", "records", "calls", "cached", "tokens", "cost $"):
         table.add_column(col, justify="right" if col in ("records", "calls", "cached", "tokens", "cost $") else "left")
     colours = {"fresh": "green", "stale": "yellow", "missing": "dim", "failed": "red"}
     for seed in seeds:
-        cfg = conf.persona_config(preset_cfg, seed.scale)
+        cfg = conf.persona_config(run.config, seed.scale)
         directory = persona_dir(target, seed)
-        for stage in stages().values():
-            status = stage_status(stage, seed, directory, cfg, route)
-            m = load_manifest(directory, stage.name)
-            table.add_row(seed.id, stage.name, f"[{colours.get(status, 'white')}]{status}[/]",
+        for stage_name, status in persona_statuses(seed, directory, cfg, route).items():
+            m = load_manifest(directory, stage_name)
+            table.add_row(seed.id, stage_name, f"[{colours.get(status, 'white')}]{status}[/]",
                           str(sum(m.records.values())) if m else "", str(m.provider_calls) if m else "",
                           str(m.cache_hits) if m else "", f"{m.input_tokens + m.output_tokens:,}" if m else "",
                           f"{m.cost_usd:.4f}" if m else "")

@@ -124,22 +124,89 @@ class Session:
 
 
 def select_personas(paths: list[Path], only: list[str], config: dict) -> list[PersonaSeed]:
+    """Personas named with --persona are all built; the preset's `personas` count applies only when none is named."""
     seeds = load_personas(paths)
     if only:
         known = {s.id for s in seeds}
         missing = [p for p in only if p not in known]
         if missing:
             raise InputError(f"--persona: no persona with id '{missing[0]}' in {', '.join(map(str, paths))}")
-        seeds = [s for s in seeds if s.id in only]
-    limit = int(config.get("personas", 0))
+        return [s for s in seeds if s.id in only]
+    limit = int(config["personas"])
     return seeds[:limit] if limit else seeds
+
+
+@dataclass
+class Resolved:
+    """What a command runs with: explicit options, else what the dataset's dataset.json recorded, else defaults."""
+
+    preset: str
+    provider: str
+    reason: str
+    model: str | None
+    base_url: str | None
+    config: dict
+    personas: list[str]  # ids to restrict to ([] = the preset's selection)
+    changes: list[str]  # "provider fake → local" … against the recorded dataset.json
+
+
+def recorded_settings(out: Path) -> dict | None:
+    path = out / "dataset.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+            raise ValueError("not a dataset.json object with a config table")
+        return data
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: unreadable ({exc}); delete it or choose another --out") from None
+
+
+def resolve_run(out: Path, preset: str | None, provider: str | None, model: str | None, base_url: str | None,
+                config_file: Path | None, personas: list[str], default_preset) -> Resolved:
+    """A command pointed at an existing dataset uses the preset, provider, model, base URL, config and personas its
+    dataset.json recorded, unless an option overrides one (each override is listed in `changes`)."""
+    recorded = recorded_settings(out)
+    if recorded is None:
+        name, reason = conf.choose_provider(provider)
+        preset = preset or default_preset(provider)
+        return Resolved(preset, name, reason, model, base_url, conf.preset_config(preset, config_file), personas, [])
+    where = out / "dataset.json"
+    old = {key: recorded.get(key) for key in ("preset", "provider", "model", "base_url")}
+    if provider is None or provider == old["provider"]:
+        name, reason = old["provider"], f"recorded in {where}" if provider is None else "--provider was given"
+        model = model or old["model"]
+        base_url = base_url or old["base_url"]
+    else:
+        name, reason = provider, "--provider was given"
+    preset = preset or old["preset"]
+    if config_file is None and preset == old["preset"]:
+        config = {**recorded["config"], "preset": preset, "_scale": recorded.get("scale_overrides", {})}
+        from synth import settings
+
+        settings.parse(config, default_source=str(where))
+    else:
+        config = conf.preset_config(preset, config_file)
+    route = conf.resolve_route(name, model, base_url)
+    new = {"preset": preset, "provider": name, "model": route.model, "base_url": base_url}
+    changes = [f"{key} {old[key]} → {new[key]}" for key in new if old[key] != new[key]]
+    if config_file is not None and _public(config) != _public({**recorded["config"], "preset": preset}):
+        changes.append(f"config from {config_file}")
+    return Resolved(preset, name, reason, route.model, base_url, config, personas or list(recorded.get("personas", [])),
+                    changes)
+
+
+def _public(config: dict) -> dict:
+    return {k: v for k, v in config.items() if not k.startswith("_") and k != "concurrency"}
 
 
 def open_session(out: Path, personas: list[Path], only: list[str], preset: str, provider: str, model: str | None,
                  base_url: str | None, concurrency: int | None, budget_usd: float | None, max_tokens: int | None,
-                 config_file: Path | None, seed: int = 0,
+                 config_file: Path | dict | None, seed: int = 0,
                  write_dataset_json: bool = True, batch: bool = False) -> Session:
-    config = conf.preset_config(preset, config_file)
+    """`config_file` is a --config TOML file, or a config already resolved (see `resolve_run`)."""
+    config = dict(config_file) if isinstance(config_file, dict) else conf.preset_config(preset, config_file)
     if concurrency:
         config["concurrency"] = concurrency
     route = conf.resolve_route(provider, model, base_url)

@@ -253,6 +253,19 @@ def stage_status(stage: Stage, seed: PersonaSeed, directory: Path, config: dict,
     return "fresh"
 
 
+def persona_statuses(seed: PersonaSeed, directory: Path, config: dict, default: Route) -> dict[str, str]:
+    """Every stage's status, in order; a stage whose own signature still matches but an upstream stage is not
+    fresh is stale too: its input is about to change (a QA template edit makes distractors and filter stale)."""
+    out: dict[str, str] = {}
+    for stage in stages().values():
+        status = stage_status(stage, seed, directory, config, default)
+        upstream = {out.get(producer_of(name)) for name in stage.reads if name != "persona_seed"}
+        if status == "fresh" and upstream - {"fresh", None}:
+            status = "stale"
+        out[stage.name] = status
+    return out
+
+
 def check_inputs(stage: Stage, directory: Path) -> None:
     for name in stage.reads:
         if not (directory / name).is_file():
