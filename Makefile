@@ -8,7 +8,7 @@ OUT ?= outputs/$(or $(PRESET),default)
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: install install-local dataset test test-fast bench clean
+.PHONY: install install-local install-local-portable dataset test test-fast bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ $(LOCAL_STAMP): $(STAMP)
 	touch $@
 
 install-local: $(LOCAL_STAMP)
+
+# The remedy when llama.cpp still crashes on a CPU (the probe says so): rebuild llama-cpp-python for a generic
+# x86-64 with AVX2/AVX-512 but without the AMX backend, bypassing pip's cache (it may hold a native build).
+PORTABLE_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON
+install-local-portable: $(LOCAL_STAMP)
+	CMAKE_ARGS="$(PORTABLE_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir --force-reinstall --no-deps 'llama-cpp-python[server]>=0.3.2,<0.4'
 
 # Provider resolution: PROVIDER wins; else ANTHROPIC_API_KEY -> anthropic, OPENAI_API_KEY/OPENAI_BASE_URL -> openai,
 # else the embedded local model with the tiny preset (installed only when it is needed).

@@ -73,7 +73,7 @@ def server(tmp_path_factory, request: pytest.FixtureRequest) -> Server:
     port = _free_port()
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
     cmd = [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", "synth.llm.llama_server",  # llama_cpp.server, loaded without AMX repacking
         "--model", str(model),
         "--host", "127.0.0.1",
         "--port", str(port),
@@ -194,3 +194,12 @@ def test_tiny_pipeline_end_to_end_through_the_server(server: Server, tmp_path) -
     assert manifest["provider"] == "openai" and manifest["provider_calls"] > 0
     assert run_synth("validate", "--out", str(out)).returncode == 0
     assert list((out / "export" / "clonemem").glob("*/p01_maya_benchmark_en.json"))
+
+
+def test_server_loads_the_model_without_extra_buffer_types(server: Server) -> None:
+    """Started through synth.llm.llama_server: llama.cpp's load log puts no weights in a *_REPACK or AMX buffer
+    (the AMX one segfaults on Q4_K_M), whatever this CPU is."""
+    log = server.log.read_text(errors="replace")
+    buffers = [line for line in log.splitlines() if "model buffer size" in line]
+    assert buffers, log[-2000:]
+    assert not [line for line in buffers if "REPACK" in line or "AMX" in line], buffers

@@ -278,6 +278,9 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
         except ImportError as exc:
             raise InputError(f"--provider local needs the local extra: pip install -e '.[local]' ({exc})") from None
         _quiet_llama_logs(llama_cpp)
+        from synth.llm.native import install_safe_defaults
+
+        install_safe_defaults()  # no AMX weight repacking: it segfaults on Q4_K_M (see synth.llm.native)
         started = time.perf_counter()
         _log_tail.clear()
         try:
@@ -393,6 +396,13 @@ class LocalProvider:
         self.n_ctx = n_ctx or _env_int("SYNTH_LOCAL_N_CTX") or DEFAULT_N_CTX
         self.n_threads = n_threads or _env_int("SYNTH_LOCAL_N_THREADS") or os.cpu_count() or 1
         self.max_string_chars = _env_int("SYNTH_LOCAL_MAX_STRING_CHARS")
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError as exc:
+            raise InputError(f"--provider local needs the local extra: pip install -e '.[local]' ({exc})") from None
+        from synth.llm.native import ensure_model_runs
+
+        ensure_model_runs(self.path, self.n_threads)  # a native crash is one line here, before anything is written
         if model == DEFAULT_ALIAS:
             _warn_default_model()
 
