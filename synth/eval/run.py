@@ -35,15 +35,12 @@ _RUN_IDENTITY = ("data", "protocol", "system", "k", "answerer", "judge", "embed_
 
 
 def eval_settings() -> dict:
-    """The [defaults.eval] knobs of presets.toml, with the values used when a key is absent."""
-    table = conf.preset_config("small")
-    section = table.get("eval", {}) if isinstance(table.get("eval"), dict) else {}
-    defaults = {"context_tokens": 100_000, "full_context_tokens": 100_000, "answer_temperature": 0.0,
-                "answer_max_tokens": 1024, "judge_temperature": 0.0, "judge_max_tokens": 1024,
-                "bootstrap_resamples": 1000, "bootstrap_seed": 0, "concurrency": 16,
-                "max_repairs": table.get("max_repairs", 2), "max_attempts": table.get("max_attempts", 6),
-                "timeout_s": table.get("timeout_s", 180)}
-    return {**defaults, **section}
+    """The [defaults.eval] knobs of presets.toml (typed and complete: synth.settings) and the client's retry knobs."""
+    from synth import settings
+
+    typed = settings.parse(conf.preset_config("small"))
+    return {**typed.eval.model_dump(), "max_repairs": typed.max_repairs, "max_attempts": typed.max_attempts,
+            "timeout_s": typed.timeout_s}
 
 
 # ---- output schemas -------------------------------------------------------------------------------------------
