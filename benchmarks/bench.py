@@ -22,7 +22,7 @@ from pathlib import Path
 from synth.llm import providers
 from synth.llm.base import LLMRequest, ProviderResponse
 from synth.pipeline import open_session, run_stages
-from synth.runner import stage_order, stages
+from synth.stages import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 # The longest chain of dependent calls inside each stage, for one persona (see `stage_depths`): fixed depths for
@@ -101,7 +101,7 @@ def run_once(out: Path, preset: str, base_url: str, concurrency: int | None) -> 
     error = None
     start = time.perf_counter()
     try:
-        asyncio.run(run_stages(session, stage_order(), show_progress=False))
+        asyncio.run(run_stages(session, STAGES.order(), show_progress=False))
     except Exception as exc:  # noqa: BLE001 - a failing stage is reported, the numbers of what ran still count
         error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -112,7 +112,7 @@ def run_once(out: Path, preset: str, base_url: str, concurrency: int | None) -> 
 def stage_depths(persona: Path) -> dict[str, int]:
     """Dependent calls on the longest chain of each stage that ran for one persona directory."""
     depths: dict[str, int] = {}
-    for stage in stage_order():
+    for stage in STAGES.order():
         path = persona / "manifests" / f"{stage}.json"
         if not path.is_file():
             continue

@@ -94,6 +94,7 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
     from synth.llm.providers import provider_factory
     from synth.pipeline import DatasetLock, open_session, run_stages
     from synth.runner import preflight
+    from synth.stages import STAGES
 
     target = _out(out, _preset(preset, provider))
     # Everything cheap is checked before the lock and before any file is written: config, personas, the
@@ -109,7 +110,7 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
 
         err_console.print(f"[yellow]warning:[/] {DEFAULT_MODEL_WARNING}", highlight=False)
     provider_factory(float(run.config["timeout_s"]))(conf.resolve_route(name, run.model, run.base_url))
-    preflight(names, seeds, target)
+    preflight(STAGES, names, seeds, target)
     with DatasetLock(target):
         session = open_session(target, _personas(personas), run.personas, run.preset, name, run.model, run.base_url,
                                concurrency, budget_usd, max_tokens, run.config, seed=seed, batch=batch)
@@ -137,11 +138,12 @@ def _resolve(target: Path, personas, persona, preset, provider, model, base_url,
 def _say_changes(target: Path, run, seeds, names: list[str]) -> None:
     """The first line when options override what the dataset recorded: what changed and what that makes stale."""
     from synth.runner import persona_dir, persona_statuses
+    from synth.stages import STAGES
 
     route = conf.resolve_route(run.provider, run.model, run.base_url)
     stale: list[str] = []
     for seed in seeds:
-        statuses = persona_statuses(seed, persona_dir(target, seed), conf.persona_config(run.config, seed.scale), route)
+        statuses = persona_statuses(STAGES, seed, persona_dir(target, seed), conf.persona_config(run.config, seed.scale), route)
         stale += [name for name, status in statuses.items() if status != "fresh" and name not in stale]
     err_console.print(
         f"[yellow]changed from {target / 'dataset.json'}:[/] {escape(', '.join(run.changes))}; "
@@ -186,7 +188,7 @@ def run_command(out: Out = None, personas: Personas = None, persona: PersonaId =
                 config: ConfigFile = None, force: Force = False, dry_run: DryRun = False, batch: Batch = False,
                 seed: Seed = 0) -> None:
     """Run every stale stage (and what depends on it) in order, then export."""
-    from synth.runner import stage_order
+    from synth.stages import STAGES
 
     if dry_run:
         from synth.dryrun import dry_run as estimate
@@ -194,7 +196,7 @@ def run_command(out: Out = None, personas: Personas = None, persona: PersonaId =
         estimate(preset=preset, provider=provider, model=model, base_url=base_url, personas=_personas(personas),
                  persona=persona or [], config=config, batch=batch, console=out_console)
         return
-    _run(stage_order(), out=out, personas=personas, persona=persona, preset=preset, provider=provider, model=model,
+    _run(STAGES.order(), out=out, personas=personas, persona=persona, preset=preset, provider=provider, model=model,
          base_url=base_url, concurrency=concurrency, budget_usd=budget_usd, max_tokens=max_tokens, config=config,
          force=force, seed=seed, export=True, batch=batch)
 
@@ -206,6 +208,7 @@ def status_command(out: Out = None, personas: Personas = None, persona: PersonaI
                    config: ConfigFile = None) -> None:
     """Per persona and stage: fresh / stale / missing / failed, record counts, calls and cost."""
     from synth.runner import load_manifest, persona_dir, persona_statuses
+    from synth.stages import STAGES
 
     target = _out(out, preset)
     run, seeds = _resolve(target, personas, persona, preset, provider, model, base_url, config)
@@ -217,7 +220,7 @@ def status_command(out: Out = None, personas: Personas = None, persona: PersonaI
     for seed in seeds:
         cfg = conf.persona_config(run.config, seed.scale)
         directory = persona_dir(target, seed)
-        for stage_name, status in persona_statuses(seed, directory, cfg, route).items():
+        for stage_name, status in persona_statuses(STAGES, seed, directory, cfg, route).items():
             m = load_manifest(directory, stage_name)
             table.add_row(seed.id, stage_name, f"[{colours.get(status, 'white')}]{status}[/]",
                           str(sum(m.records.values())) if m else "", str(m.provider_calls) if m else "",
@@ -313,9 +316,9 @@ def eval_command(
 def prompts_show(stage: Annotated[str, typer.Argument(help="A stage name or a template file name.")]) -> None:
     """Print a stage's templates with their placeholders."""
     from synth.prompts import prompts_dir
-    from synth.runner import stages
+    from synth.stages import STAGES
 
-    names = stages()[stage].templates if stage in stages() else (stage,)
+    names = STAGES[stage].templates if stage in STAGES else (stage,)
     for name in names:
         path = prompts_dir() / name
         if not path.is_file():

@@ -21,7 +21,8 @@ from synth import conf
 from synth.conf import Route
 from synth.llm.base import LLMRequest, SynthError
 from synth.llm.fake import estimate_tokens
-from synth.runner import routes_for, stages
+from synth.runner import routes_for
+from synth.stages import STAGES
 
 DEFAULT_OUTPUT_TOKENS = 300
 
@@ -90,7 +91,7 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
                                         config, write_dataset_json=False)
         route_of: dict[str, Route] = {}
         for cfg in session.configs.values():
-            for stage in stages().values():
+            for stage in STAGES.values():
                 for task, route in routes_for(stage, cfg, real).items():
                     route_of.setdefault(task, route)
             cfg["routes"] = {}  # every task runs on the fake; the real routes only price it
@@ -105,7 +106,7 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
         previous = os.environ.get("SYNTH_FAKE_CONTENT_WORDS")
         os.environ.setdefault("SYNTH_FAKE_CONTENT_WORDS", str(words // len(sections)))
         try:
-            asyncio.run(pipeline.run_stages(session, list(stages()), show_progress=False))
+            asyncio.run(pipeline.run_stages(session, STAGES.order(), show_progress=False))
         except SynthError as exc:
             error = str(exc)
         except ExceptionGroup as group:
@@ -126,10 +127,10 @@ def dry_run(preset: str | None, provider: str | None, model: str | None, base_ur
     real = conf.resolve_route(name, model, base_url)
     preset = default_preset(preset, name)
     requests, route_of, preset_config, error = _run_fake(preset, personas, persona, config, real)
-    stage_of = {task: stage.name for stage in stages().values() for task in stage.tasks}
+    stage_of = {task: stage.name for stage in STAGES.values() for task in stage.tasks}
     output_tokens = conf.get(preset_config, "dry_run.output_tokens", {}) or {}
     per_stage = price_requests(requests, stage_of, route_of, output_tokens)
-    ordered = {s: per_stage[s] for s in stages() if s in per_stage}
+    ordered = {s: per_stage[s] for s in STAGES if s in per_stage}
     ordered.update({s: e for s, e in per_stage.items() if s not in ordered})
     total = Estimate()
     for estimate in ordered.values():

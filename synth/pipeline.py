@@ -21,7 +21,9 @@ from synth.llm.client import LLM, CallStats
 from synth.llm.limits import Budget
 from synth.llm.providers import provider_factory
 from synth.personas import PersonaSeed, load_personas
-from synth.runner import RunOptions, StageFailed, persona_dir, run_stage, stage_status, stages
+from synth.runner import RunOptions, StageFailed, persona_dir, run_stage, stage_status
+from synth.stage import StageRegistry
+from synth.stages import STAGES
 
 console = Console(stderr=True)
 
@@ -204,7 +206,8 @@ def _public(config: dict) -> dict:
 def open_session(out: Path, personas: list[Path], only: list[str], preset: str, provider: str, model: str | None,
                  base_url: str | None, concurrency: int | None, budget_usd: float | None, max_tokens: int | None,
                  config_file: Path | dict | None, seed: int = 0,
-                 write_dataset_json: bool = True, batch: bool = False) -> Session:
+                 write_dataset_json: bool = True, batch: bool = False,
+                 registry: StageRegistry = STAGES) -> Session:
     """`config_file` is a --config TOML file, or a config already resolved (see `resolve_run`)."""
     config = dict(config_file) if isinstance(config_file, dict) else conf.preset_config(preset, config_file)
     if concurrency:
@@ -212,7 +215,7 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
     route = conf.resolve_route(provider, model, base_url)
     seeds = select_personas(personas, only, config)
     configs = {s.id: conf.persona_config(config, s.scale) for s in seeds}
-    options = RunOptions(out=out, config=config, route=route)
+    options = RunOptions(out=out, config=config, route=route, registry=registry)
     # Construct the default provider now: a missing key is one clear line before anything is written.
     factory = provider_factory(timeout_s=float(config["timeout_s"]), seed=seed)
     first_provider = factory(route)
@@ -249,7 +252,7 @@ async def run_persona(session: Session, seed: PersonaSeed, names: list[str], pro
     config = session.configs[seed.id]
     directory = persona_dir(session.options.out, seed)
     for name in names:
-        stage = stages()[name]
+        stage = session.options.registry[name]
         if not force:
             status = stage_status(stage, seed, directory, config, session.options.route)
             if status == "fresh":

@@ -1,54 +1,30 @@
-"""The stage runner: a registry of stages, per-persona manifests and staleness, journaled units, atomic outputs."""
+"""The stage runner: per-persona manifests and staleness, journaled units, atomic outputs.
+
+It is handed the registry of stages (synth.stages.STAGES, or a test's own) and never imports the stage modules."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import functools
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel
-
-from synth import conf, settings
+from synth import conf
 from synth.conf import Route
 from synth.jsonl import Journal, read_records, write_atomic, write_json_atomic
-from synth.llm.base import BudgetExceeded, GenerationFailed, InputError, LLMRequest, Settings, SynthError
+from synth.llm.base import BudgetExceeded, InputError, SynthError
 from synth.llm.cache import content_hash
 from synth.llm.client import LLM, CallStats
 from synth.models import FILES, StageManifest
 from synth.personas import PersonaSeed, seed_hash
-from synth.prompts import render, template_source_hash
-
-M = TypeVar("M", bound=BaseModel)
-Records = dict[str, list[BaseModel]]
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One step of the pipeline: which files it reads and writes, which templates and model tasks it uses."""
-
-    name: str
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
-    templates: tuple[str, ...]
-    tasks: tuple[str, ...]
-    body: Callable[["StageContext"], Awaitable[dict[str, list] | None]]
-    help: str = ""
+from synth.prompts import template_source_hash
+from synth.stage import Stage, StageContext, StageRegistry
 
 
 class StageFailed(SynthError):
     """Some units of a stage found no valid answer; what finished is kept and the next run retries the rest."""
-
-
-@lru_cache(maxsize=None)
-def schema_of(model: type[BaseModel]) -> dict:
-    return model.model_json_schema()
 
 
 def file_hash(path: Path) -> str:
@@ -64,129 +40,10 @@ class RunOptions:
     out: Path
     config: dict  # the preset config (before per-persona scale overrides)
     route: Route  # the default provider/model
-
-
-class StageContext:
-    """What a stage body sees: its persona, settings, upstream records, the model client and the unit journal."""
-
-    def __init__(self, stage: Stage, seed: PersonaSeed, directory: Path, config: dict, llm: LLM,
-                 routes: dict[str, Route], stats: CallStats, journal: Journal, on_unit: Callable[[], None],
-                 inputs: dict[str, list] | None = None):
-        self.stage = stage
-        self.seed = seed
-        self.dir = directory
-        self.config = config
-        self.language = seed.language
-        self.llm = llm
-        self.routes = routes
-        self.stats = stats
-        self.journal = journal
-        self.unit_keys: list[str] = []
-        self.failures: list[tuple[str, str]] = []
-        self.budget_error: BudgetExceeded | None = None
-        self.total_units = 0
-        self._on_unit = on_unit
-        self._cache: dict[str, list] = dict(inputs or {})  # upstream records, parsed once per stage
-
-    @functools.cached_property
-    def settings(self) -> settings.Settings:
-        # a stage outside the registry (a plugin, a test) may carry a section of its own: not ours to check
-        return settings.parse({k: v for k, v in self.config.items() if k in settings.Settings.model_fields})
-
-    @functools.cached_property
-    def section(self) -> Any:
-        """The stage's typed settings section (synth.settings); a stage outside the registry gets its raw table."""
-        if self.stage.name in settings.Settings.model_fields:
-            return getattr(self.settings, self.stage.name)
-        return self.config.get(self.stage.name, {})
-
-    # ---- reading upstream
-    def read(self, name: str) -> list:
-        if name not in self._cache:
-            self._cache[name] = read_records(self.dir / name, FILES[name])
-        return self._cache[name]
-
-    # ---- asking the model
-    async def ask(self, task: str, template: str, variables: dict, model: type[M], *,
-                  check: Callable[[M], None] | None = None, sample: int = 0, max_tokens: int | None = None) -> M:
-        messages = render(template, language=self.language, **variables)
-        settings = Settings(
-            temperature=self.settings.temperature,
-            max_tokens=max_tokens or self.settings.max_tokens,
-        )
-        request = LLMRequest(task=task, messages=messages, json_schema=schema_of(model), settings=settings,
-                             sample=sample, schema_name=task)
-        if task not in self.routes:
-            raise KeyError(f"stage {self.stage.name}: task '{task}' is not declared in STAGE.tasks")
-        return await self.llm.generate(self.routes[task], request, model, self.stats, check, self.language)
-
-    # ---- units of work
-    def done(self, key: str) -> dict[str, list[dict]] | None:
-        return self.journal.done.get(key)
-
-    async def _one(self, key: str, work: Callable[[], Awaitable[Records]]) -> bool:
-        try:
-            records = await work()
-        except BudgetExceeded as exc:
-            self.budget_error = self.budget_error or exc
-            return False
-        except SynthError:
-            raise  # run-wide (a refused key, bad input): the CLI says it once, not once per unit
-        except Exception as exc:  # noqa: BLE001 - transport faults past max_attempts, and anything unexpected
-            reason = str(exc) if isinstance(exc, GenerationFailed) else " ".join(f"{type(exc).__name__}: {exc}".split())
-            self.journal.fail(key, reason)
-            self.failures.append((key, reason))
-            return False
-        self.journal.record(key, records)
-        self._on_unit()
-        return True
-
-    async def units(self, work: list[tuple[str, Callable[[], Awaitable[Records]]]], sequential: bool = False) -> None:
-        """Run units not yet in the journal (concurrently unless `sequential`); each is journaled as it finishes.
-        A sequential chain stops at its first failure: later links need the earlier ones."""
-        self.unit_keys.extend(key for key, _ in work)
-        self.total_units += len(work)
-        pending = [(key, fn) for key, fn in work if key not in self.journal.done]
-        for _ in range(len(work) - len(pending)):
-            self._on_unit()
-        if sequential:
-            for key, fn in pending:
-                if not await self._one(key, fn):
-                    break
-            return
-        try:
-            async with asyncio.TaskGroup() as group:
-                for key, fn in pending:
-                    group.create_task(self._one(key, fn))
-        except BaseExceptionGroup as group:
-            raise group.exceptions[0] from None
-
-    def collected(self) -> dict[str, list[dict]]:
-        out: dict[str, list[dict]] = {name: [] for name in self.stage.writes}
-        for key in self.unit_keys:
-            for name, records in self.journal.done.get(key, {}).items():
-                out.setdefault(name, []).extend(records)
-        return out
+    registry: StageRegistry  # the stages (synth.stages.STAGES)
 
 
 # ------------------------------------------------------------------------------------------------ registry
-
-def stages() -> dict[str, Stage]:
-    from synth.stages import STAGES
-
-    return STAGES
-
-
-def stage_order() -> list[str]:
-    return list(stages())
-
-
-def producer_of(filename: str) -> str:
-    for stage in stages().values():
-        if filename in stage.writes:
-            return stage.name
-    raise KeyError(filename)
-
 
 def routes_for(stage: Stage, config: dict, default: Route) -> dict[str, Route]:
     table = config.get("routes", {})
@@ -219,8 +76,8 @@ def signature_parts(stage: Stage, seed: PersonaSeed, directory: Path, config: di
         "temperature": config.get("temperature"),
         "max_tokens": config.get("max_tokens"),
     }
-    if stage.name in ("arcs",):
-        settings["event_seeds"] = file_hash(conf.CONFIG_DIR / "event_seeds.toml")
+    for name in stage.config_files:
+        settings[Path(name).stem] = file_hash(conf.CONFIG_DIR / name)
     return {"inputs": inputs, "templates": templates, "settings": settings}
 
 
@@ -253,23 +110,24 @@ def stage_status(stage: Stage, seed: PersonaSeed, directory: Path, config: dict,
     return "fresh"
 
 
-def persona_statuses(seed: PersonaSeed, directory: Path, config: dict, default: Route) -> dict[str, str]:
+def persona_statuses(registry: StageRegistry, seed: PersonaSeed, directory: Path, config: dict,
+                     default: Route) -> dict[str, str]:
     """Every stage's status, in order; a stage whose own signature still matches but an upstream stage is not
     fresh is stale too: its input is about to change (a QA template edit makes distractors and filter stale)."""
     out: dict[str, str] = {}
-    for stage in stages().values():
+    for stage in registry.values():
         status = stage_status(stage, seed, directory, config, default)
-        upstream = {out.get(producer_of(name)) for name in stage.reads if name != "persona_seed"}
+        upstream = {out.get(registry.producer_of(name)) for name in stage.reads}
         if status == "fresh" and upstream - {"fresh", None}:
             status = "stale"
         out[stage.name] = status
     return out
 
 
-def check_inputs(stage: Stage, directory: Path) -> None:
+def check_inputs(stage: Stage, directory: Path, registry: StageRegistry) -> None:
     for name in stage.reads:
         if not (directory / name).is_file():
-            raise InputError(f"{directory / name}: missing — run `synth {producer_of(name)}` first")
+            raise InputError(f"{directory / name}: missing — run `synth {registry.producer_of(name)}` first")
 
 
 def validate_inputs(stage: Stage, directory: Path, names: tuple[str, ...] | None = None) -> dict[str, list]:
@@ -286,20 +144,20 @@ def validate_inputs(stage: Stage, directory: Path, names: tuple[str, ...] | None
     return records
 
 
-def preflight(names: list[str], seeds: list[PersonaSeed], out: Path) -> None:
+def preflight(registry: StageRegistry, names: list[str], seeds: list[PersonaSeed], out: Path) -> None:
     """Everything checkable before a file is written: the inputs the first requested stages need (present,
     well-formed, no dangling ids) and every template of the requested stages (parses)."""
     from synth.prompts import check_templates
 
     produced: set[str] = set()
     for name in names:
-        stage = stages()[name]
+        stage = registry[name]
         needed = tuple(f for f in stage.reads if f not in produced)
         for seed in seeds:
             directory = persona_dir(out, seed)
             for filename in needed:
                 if not (directory / filename).is_file():
-                    raise InputError(f"{directory / filename}: missing — run `synth {producer_of(filename)}` first")
+                    raise InputError(f"{directory / filename}: missing — run `synth {registry.producer_of(filename)}` first")
             validate_inputs(stage, directory, needed)
         produced.update(stage.writes)
         check_templates(list(stage.templates))
@@ -308,7 +166,7 @@ def preflight(names: list[str], seeds: list[PersonaSeed], out: Path) -> None:
 async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: LLM, config: dict,
                     progress: Any = None, warn=print) -> StageManifest:
     directory = persona_dir(options.out, seed)
-    check_inputs(stage, directory)
+    check_inputs(stage, directory, options.registry)
     inputs = validate_inputs(stage, directory)
     routes = routes_for(stage, config, options.route)
     parts = signature_parts(stage, seed, directory, config, routes)
@@ -362,7 +220,7 @@ async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: L
     for name in stage.writes:
         records = outputs.get(name, [])
         counts[name] = write_atomic(directory / name, records)
-        if name == "traces.jsonl":
+        if name == stage.token_file:
             trace_tokens = sum(int(r["tokens"] if isinstance(r, dict) else r.tokens) for r in records)
     manifest = StageManifest(status="complete", records=counts, trace_tokens=trace_tokens, **base)
     write_json_atomic(manifest_path(directory, stage.name), manifest.model_dump(mode="json"))

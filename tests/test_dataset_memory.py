@@ -41,9 +41,9 @@ def _status(out: Path, env: dict) -> dict[str, str]:
 
 
 def conf_stage_names() -> list[str]:
-    from synth.runner import stage_order
+    from synth.stages import STAGES
 
-    return stage_order()
+    return STAGES.order()
 
 
 @pytest.mark.slow

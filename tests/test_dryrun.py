@@ -14,7 +14,7 @@ from rich.console import Console
 from synth import conf, pipeline
 from synth.dryrun import DEFAULT_OUTPUT_TOKENS, dry_run, price_requests
 from synth.llm.base import LLMRequest, Settings, SynthError
-from synth.runner import stage_order
+from synth.stages import STAGES
 
 PERSONAS = Path(__file__).resolve().parents[1] / "personas"
 
@@ -23,7 +23,7 @@ def fake_run_calls(out: Path) -> dict[str, int]:
     """provider_calls per stage of a real run with the fake provider (what `synth run --provider fake` does)."""
     session = pipeline.open_session(out, [PERSONAS], [], "tiny", "fake", None, None, None, None, None, None)
     try:
-        asyncio.run(pipeline.run_stages(session, stage_order(), show_progress=False))
+        asyncio.run(pipeline.run_stages(session, STAGES.order(), show_progress=False))
     except (SynthError, ExceptionGroup):
         pass  # compared stage by stage below; a stage that failed in both runs fails alike
     finally:
@@ -55,7 +55,7 @@ def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
     monkeypatch.undo()
 
     assert result["error"] is None, result["error"]
-    assert set(result["stages"]) == set(stage_order())
+    assert set(result["stages"]) == set(STAGES.order())
     expected = fake_run_calls(tmp_path / "real")
     assert {s: e["calls"] for s, e in result["stages"].items()} == {s: n for s, n in expected.items() if n}
 

@@ -21,6 +21,7 @@ from synth.models import (
 )
 from synth.personas import PersonaSeed
 from synth.runner import RunOptions, run_stage
+from synth.stages import STAGES
 from synth.stages import distractors as distractors_stage
 from synth.stages import qa as qa_stage
 from synth.stages.distractors import arrange, balanced_positions
@@ -91,7 +92,7 @@ class World:
         self.config = json.loads(json.dumps(config or CONFIG))
         self.fake = provider or FakeProvider(seed=3)
         route = conf.resolve_route("fake", None)
-        self.options = RunOptions(out=root, config=self.config, route=route)
+        self.options = RunOptions(out=root, config=self.config, route=route, registry=STAGES)
         self.cache = ResponseCache(root / "cache.sqlite")
 
     def run(self, stage):

@@ -470,11 +470,11 @@ def test_hand_edited_jsonl_with_a_dangling_id(tiny_dataset, tmp_path):
 
 def _prompts_copy(tmp_path: Path, edit) -> Path:
     from synth.prompts import prompts_dir
-    from synth.runner import stages
+    from synth.stages import STAGES
 
     copy = tmp_path / "prompts"
     shutil.copytree(prompts_dir(), copy)
-    first = stages()["persona"].templates[0]
+    first = STAGES["persona"].templates[0]
     path = copy / first
     path.write_text(edit(path.read_text()))
     return copy

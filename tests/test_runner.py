@@ -22,7 +22,8 @@ from synth.llm.fake import FakeProvider
 from synth.models import Persona, mint_id
 from synth.personas import load_personas
 from synth.pipeline import DatasetLock
-from synth.runner import RunOptions, Stage, StageFailed, run_stage, stage_status
+from synth.runner import RunOptions, StageFailed, run_stage, stage_status
+from synth.stage import Stage, StageRegistry
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,6 +45,7 @@ async def body(ctx):
     await ctx.units([(f"u{i}", unit(i)) for i in range(int(ctx.section.get("count", 5)))])
 
 
+PERSONA_STAGE = Stage(name="persona", reads=(), writes=("persona.jsonl",), templates=(), tasks=(), body=body)
 STAGE = Stage(name="echo", reads=("persona.jsonl",), writes=("lines.jsonl",), templates=("echo.j2",),
               tasks=("echo",), body=body)
 
@@ -65,7 +67,7 @@ def world(tmp_path, monkeypatch):
     (persona_dir / "persona.jsonl").write_text(persona.model_dump_json() + "\n")
     route = conf.resolve_route("fake", None)
     config = conf.deep_merge(conf.preset_config("small"), {"echo": {"count": 5}, "temperature": 0.5, "max_tokens": 200})
-    options = RunOptions(out=out, config=config, route=route)
+    options = RunOptions(out=out, config=config, route=route, registry=StageRegistry(persona=PERSONA_STAGE, echo=STAGE))
     fake = FakeProvider(seed=0)
     llm = LLM(providers=lambda r: fake, cache=ResponseCache(out / "cache.sqlite"))
     return {"seed": seed, "out": out, "dir": persona_dir, "options": options, "config": config, "fake": fake,

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.models import DIMENSIONS, AnchorState, ArcState, EventSeed, LifeArc, MajorEvent, Persona, mint_id
-from synth.runner import Stage, StageContext
+from synth.stage import Stage, StageContext
 from synth.settings import ArcsSettings
 from synth.seedpool import SeedConcept, load_seed_pool, seeds_for_age
 from synth.stages.persona import unique_labels
@@ -234,4 +234,5 @@ STAGE = Stage(
     tasks=("arcs",),
     body=run,
     help="seeds.jsonl, arcs.jsonl, major_events.jsonl: event seeds, life arcs, major events on the timeline",
+    config_files=("event_seeds.toml",),  # the shipped seed pool: editing it makes arcs stale
 )

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from synth.llm.cache import content_hash
 from synth.models import CANNOT_DETERMINE, CHOICE_IDS, MCQ, QA, Choice, LifeArc, Persona, RefinementRound, Trace
-from synth.runner import Stage, StageContext
+from synth.stage import Stage, StageContext
 from synth.stages.qa import trace_excerpts
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from synth.jsonl import write_json_atomic
 from synth.models import CANNOT_DETERMINE, CHOICE_IDS, MCQ, Evidence, FilterVerdict, FinalItem, Rejected, Trace
-from synth.runner import Stage, StageContext
+from synth.stage import Stage, StageContext
 from synth.stats import answerable, bias_report, blind_accuracy, distractor_texts, option_text
 from synth.stages.qa import trace_excerpts
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.models import Persona, Relation, mint_id
 from synth.personas import PersonaSeed
-from synth.runner import Stage, StageContext
+from synth.stage import Stage, StageContext
 
 
 class RelationDraft(BaseModel):

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pydantic import BaseModel, Field, create_model
 
 from synth.models import LifeArc, MajorEvent, Persona, Phase, Snapshot, mint_id
-from synth.runner import Stage, StageContext
+from synth.stage import Stage, StageContext
 from synth.stages.arcs import arc_views
 
 

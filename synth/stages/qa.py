@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.models import QA, EvidenceRef, LifeArc, Persona, Trace, mint_id
-from synth.runner import Stage, StageContext
+from synth.stage import Stage, StageContext
 from synth.settings import DistractorsSettings, FilterSettings, QASettings
 from synth.windows import MIN_DAYS, MIN_EVIDENCE, Segment, SegmentEvidence, candidates, observable_evidence, \
     trajectory_segments

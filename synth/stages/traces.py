@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.llm.fake import estimate_tokens
 from synth.models import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
-from synth.runner import Stage, StageContext
+from synth.stage import Stage, StageContext
 from synth.settings import TracesSettings
 from synth.stages.arcs import answer_tokens, arc_views
 
@@ -152,4 +152,5 @@ STAGE = Stage(
     tasks=("traces",),
     body=run,
     help="traces.jsonl: digital traces per event, planned (medium, intent, audience, evidence) then written",
+    token_file="traces.jsonl",  # the manifest records the persona's trace tokens
 )
