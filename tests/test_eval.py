@@ -23,7 +23,8 @@ from synth.eval.metrics import (
     recall_scores,
     summarize,
 )
-from synth.eval.run import retrieve_all, run_eval
+from synth.eval.protocol import retrieve_all
+from synth.eval.run import run_eval
 from synth.eval.systems import BM25System, OracleSystem
 
 # ---- recall variants -----------------------------------------------------------------------------------------

@@ -1,0 +1,122 @@
+"""The online / offline protocol: what a memory system is fed before each question, and what it returns for it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from synth.eval.data import EvalPersona, EvalQuestion, EvalTrace
+from synth.eval.systems import MemorySystem, OracleSystem, describe_error
+from synth.llm.base import SynthError
+
+
+@dataclass
+class Retrieval:
+    question: EvalQuestion
+    retrieved: list[str]  # the ids the answerer sees: given to the system, cut to k unless it ignores k
+    latency_s: float
+    visible: int  # traces the system had been fed when asked
+    system_answer: str | None = None
+    at_k: list[str] = field(default_factory=list)  # of the first k ids it returned, those it was given: recall@k
+    dropped: dict[str, list[str]] = field(default_factory=lambda: {"unknown": [], "future": []})
+    error: str | None = None  # the system failed on this question: it is recorded as failed, not scored
+
+
+def _visible(trace: EvalTrace, question: EvalQuestion) -> bool:
+    # Undated traces and undated questions cannot be ordered; they count as visible rather than hidden (and are
+    # counted in summary.json as traces_without_date / questions_without_time).
+    return trace.time is None or question.question_time is None or trace.time <= question.question_time
+
+
+def _by_question_time(questions: list[EvalQuestion]) -> list[EvalQuestion]:
+    return sorted(questions, key=lambda q: (q.question_time is None, q.question_time or dt.datetime.max))
+
+
+class _SystemFault(Exception):
+    """The memory system misbehaved on one question."""
+
+
+def _trace_ids(value: object, method: str) -> list[str]:
+    """What `retrieve` returned, as a list of id strings; anything else is the system's error on this question."""
+    if value is None:
+        raise _SystemFault(f"{method} returned None, not a list of trace ids")
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise _SystemFault(f"{method} returned a {type(value).__name__}, not a list of trace ids")
+    ids = list(value)
+    wrong = next((i for i in ids if not isinstance(i, str)), None)
+    if wrong is not None:
+        raise _SystemFault(f"{method} returned {wrong!r} ({type(wrong).__name__}) among its ids; ids are strings")
+    return ids
+
+
+def _call(system: MemorySystem, method: str, *args):
+    """One call into the system; its own exceptions become a _SystemFault naming the class and the method.
+    Domain errors (a built-in's unreachable embeddings endpoint) still stop the run with their own line."""
+    try:
+        return getattr(system, method)(*args)
+    except SynthError:
+        raise
+    except Exception as exc:
+        raise _SystemFault(f"{type(system).__name__}.{method} raised {describe_error(exc)}") from None
+
+
+def retrieve_all(persona: EvalPersona, system: MemorySystem, k: int, offline: bool,
+                 skip: Collection[str] = ()) -> list[Retrieval]:
+    """Query `system` for each question of the persona; online, it has been fed exactly the traces up to the
+    question's time (questions in time order, traces ingested incrementally); offline, every trace first.
+
+    Ids it returns that it was never given (unknown, or dated after the question time) are dropped before recall
+    and answering, and counted. A system that raises, or returns no list, fails that question and the run goes
+    on; one that raises in `ingest` fails the persona's remaining questions (its memory is incomplete)."""
+    traces = persona.traces
+    known = {t.id for t in traces}
+    given: set[str] = set()
+    broken: str | None = None
+    fed = 0
+
+    def feed(upto: Callable[[EvalTrace], bool]) -> None:
+        nonlocal fed, broken
+        while broken is None and fed < len(traces) and upto(traces[fed]):
+            try:
+                _call(system, "ingest", traces[fed].as_dict())
+            except _SystemFault as fault:
+                broken = f"{fault} (on trace '{traces[fed].id}'; no later question of this persona is asked)"
+                return
+            given.add(traces[fed].id)
+            fed += 1
+
+    if offline:
+        feed(lambda trace: True)
+    out = []
+    for question in _by_question_time(persona.questions):
+        if not offline:
+            feed(lambda trace: _visible(trace, question))
+        if question.key in skip:
+            continue
+        if broken is not None:
+            out.append(Retrieval(question, [], 0.0, fed, error=broken))
+            continue
+        if isinstance(system, OracleSystem):
+            system.set_gold(question.gold_ids)
+        start = time.perf_counter()
+        try:
+            name = f"{type(system).__name__}.retrieve"
+            ids = list(dict.fromkeys(_trace_ids(_call(system, "retrieve", question.question, k,
+                                                      question.question_time), name)))
+            text = None
+            if callable(getattr(system, "answer", None)):
+                text = _call(system, "answer", question.question, [dict(id=c, text=t) for c, t in question.choices],
+                             question.question_time)
+                if text is not None and not isinstance(text, str):
+                    raise _SystemFault(f"{type(system).__name__}.answer returned a {type(text).__name__}, not text")
+        except _SystemFault as fault:
+            out.append(Retrieval(question, [], time.perf_counter() - start, fed, error=str(fault)))
+            continue
+        ranked = ids if getattr(system, "ignores_k", False) else ids[:k]
+        dropped = {"unknown": [i for i in ranked if i not in known],
+                   "future": [i for i in ranked if i in known and i not in given]}
+        out.append(Retrieval(question, [i for i in ranked if i in given], time.perf_counter() - start, fed, text,
+                             at_k=[i for i in ids[:k] if i in given], dropped=dropped))
+    return out
