@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 from pydantic import BaseModel, Field
 
-from synth.testing.fake_server import BAD_BODY_KINDS, REFUSAL, FakeServer, embed
+from synth.testing.fake_server import BAD_BODY_KINDS, GATEWAY_PAGE, REFUSAL, FakeServer, embed
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -138,6 +138,33 @@ def test_transport_faults_surface_as_sdk_errors(kind, openai_error, anthropic_er
         assert exc.response.headers.get("retry-after") == ("1" if kind == "429" else None)
     if kind == "529":
         assert caught_a.value.body["error"]["type"] == "overloaded_error"
+
+
+def test_cut200_is_half_a_body_in_valid_http():
+    """The answer cut in half, with a Content-Length that matches the cut: the SDKs' JSON parsing fails."""
+    with FakeServer() as clean, FakeServer(fault_rate=1.0, faults="cut200") as srv:
+        request = urllib.request.Request(srv.openai_base_url + "/chat/completions", method="POST",
+                                         data=json.dumps({"model": "m", "messages": MESSAGES}).encode())
+        clean_request = urllib.request.Request(clean.openai_base_url + "/chat/completions", method="POST",
+                                               data=request.data)
+        with urllib.request.urlopen(request) as reply, urllib.request.urlopen(clean_request) as whole:
+            cut, full = reply.read(), whole.read()
+            assert reply.status == 200 and int(reply.headers["Content-Length"]) == len(cut)
+        assert len(cut) == len(full) // 2 and cut.startswith(b'{"id": "chatcmpl-fake')  # (the clock may differ)
+        with pytest.raises(json.JSONDecodeError):
+            _chat(_openai(srv.openai_base_url))
+        with pytest.raises(json.JSONDecodeError):
+            _message(_anthropic(srv.anthropic_base_url))
+        assert srv.stats()["by_fault"] == {"cut200": 3} and srv.stats()["faults"] == 3
+
+
+def test_html200_is_a_gateway_page_the_sdks_return_as_text():
+    with FakeServer(fault_rate=1.0, faults="html200") as srv:
+        assert _chat(_openai(srv.openai_base_url)) == GATEWAY_PAGE
+        assert _message(_anthropic(srv.anthropic_base_url)) == GATEWAY_PAGE
+        with urllib.request.urlopen(urllib.request.Request(srv.url + "/v1/messages", data=b"{}")) as reply:
+            assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/html")
+        assert srv.stats()["faults"] == 3 and srv.stats()["bad_bodies"] == 0
 
 
 def test_timeout_fault_trips_the_client_timeout():

@@ -33,6 +33,12 @@ from typing import Any, Self
 from synth.llm.fake import estimate_tokens, respond
 
 FAULT_KINDS = ("429", "429nra", "500", "502", "503", "529", "timeout", "drop")
+# A 200 whose body is not JSON, as gateways serve it: the answer cut in half (the Content-Length says the cut
+# length, so it is valid HTTP), or the gateway's own HTML page. Transport faults too, drawn at the same rate.
+BODY_FAULT_KINDS = ("cut200", "html200")
+TRANSPORT_FAULT_KINDS = FAULT_KINDS + BODY_FAULT_KINDS
+GATEWAY_PAGE = ("<!DOCTYPE html>\n<html><head><title>Service temporarily unavailable</title></head>\n"
+                "<body><h1>Please try again later</h1><p>The upstream did not answer in time.</p></body></html>\n")
 BAD_BODY_KINDS = ("truncated", "notjson", "invalid", "empty", "refusal")
 REFUSAL = "I can't help with that."
 NOT_JSON = "Sure! Here is what I think: it depends on the day, the weather and who you ask."
@@ -209,7 +215,7 @@ class _Backend:
         self.latency_s = latency_ms / 1000.0
         self.seed = seed
         self.fault_rate = fault_rate
-        self.faults = _kinds(faults, FAULT_KINDS, "fault")
+        self.faults = _kinds(faults, TRANSPORT_FAULT_KINDS, "fault")
         self.bad_body_rate = bad_body_rate
         self.bad_bodies = _kinds(bad_bodies, BAD_BODY_KINDS, "bad-body")
         self.timeout_sleep_s = timeout_sleep_s
@@ -230,7 +236,7 @@ class _Backend:
 
     def stats(self) -> dict:
         with self.lock:
-            faults = sum(n for k, n in self.by_fault.items() if k in FAULT_KINDS)
+            faults = sum(n for k, n in self.by_fault.items() if k in TRANSPORT_FAULT_KINDS)
             return {"requests": self.requests, "by_path": dict(self.by_path), "faults": faults,
                     "bad_bodies": sum(self.by_fault.values()) - faults, "by_fault": dict(self.by_fault)}
 
@@ -470,10 +476,15 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send(self, status: int, payload: dict | bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, payload: dict | bytes, headers: dict[str, str] | None = None,
+              content_type: str | None = None, cut: bool = False) -> None:
+        """Send `payload`; `cut` sends only its first half, with a Content-Length that matches (valid HTTP)."""
         data = payload if isinstance(payload, bytes) else json.dumps(payload, ensure_ascii=False).encode()
+        if cut:
+            data = data[: len(data) // 2]
         self.send_response_only(status)
-        self.send_header("Content-Type", "application/jsonl" if isinstance(payload, bytes) else "application/json")
+        self.send_header("Content-Type", content_type or (
+            "application/jsonl" if isinstance(payload, bytes) else "application/json"))
         self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -499,7 +510,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault == "timeout":
             time.sleep(backend.timeout_sleep_s)  # the client should have given up by now; answer anyway
-        elif fault:
+        elif fault == "html200":  # the gateway answered for the upstream, which never saw the request
+            return self._send(200, GATEWAY_PAGE.encode(), content_type="text/html; charset=utf-8")
+        elif fault and fault != "cut200":
             status = 429 if fault.startswith("429") else int(fault)
             headers = {"Retry-After": "1"} if fault == "429" else None
             return self._send(status, _error_body(status, f"fake fault {fault}", self.anthropic), headers)
@@ -512,7 +525,8 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # noqa: BLE001 - a bug in the fake: say so loudly rather than hang the client
             traceback.print_exc(file=sys.stderr)
             status, payload = 500, _error_body(500, f"fake server bug: {exc!r}", self.anthropic)
-        self._send(status, payload)
+        # cut200: the upstream answered (its side effects happened) and the gateway passed on half the body.
+        self._send(status, payload, cut=fault == "cut200" and status == 200)
 
     def _json(self) -> dict:
         body = json.loads(self.body or b"{}")
@@ -676,7 +690,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0, help="sleep before each answer")
     parser.add_argument("--seed", type=int, default=0, help="seeds the fault draws and the fake answers")
     parser.add_argument("--fault-rate", type=float, default=0.0, help="chance a call gets a transport fault")
-    parser.add_argument("--faults", default=None, help=f"comma list of {','.join(FAULT_KINDS)} (default all)")
+    parser.add_argument("--faults", default=None,
+                        help=f"comma list of {','.join(TRANSPORT_FAULT_KINDS)} (default all)")
     parser.add_argument("--bad-body-rate", type=float, default=0.0, help="chance a 200 answer is spoiled")
     parser.add_argument("--bad-bodies", default=None, help=f"comma list of {','.join(BAD_BODY_KINDS)} (default all)")
     parser.add_argument("--timeout-sleep-s", type=float, default=5.0, help="how long a `timeout` fault stalls")
