@@ -21,7 +21,7 @@ from synth.conf import Route
 from synth.jsonl import write_json_atomic
 from synth.llm.base import FatalProviderError, LLMRequest, Provider, ProviderResponse, TransportError, Usage
 from synth.llm.cache import ResponseCache, cache_key
-from synth.llm.providers import AnthropicProvider, _status_error
+from synth.llm.providers import AnthropicProvider, _preview, _status_error
 
 BATCHED = ("anthropic", "openai")  # providers with a batch API; the rest are called directly
 OPENAI_ENDPOINT = "/v1/chat/completions"
@@ -138,7 +138,8 @@ class BatchDispatcher:
         for item in items:
             if item.future.done():
                 continue
-            outcome = results.get(item.custom_id, TransportError(f"{route.provider} batch: no result for {item.custom_id}"))
+            outcome = results.get(item.custom_id, TransportError(
+                f"{route.provider} batch: no readable result for {item.custom_id}"))
             if isinstance(outcome, Exception):
                 item.future.set_exception(outcome)
             else:
@@ -178,8 +179,9 @@ class BatchDispatcher:
                 outcome = results.get(custom_id)
                 if isinstance(outcome, ProviderResponse):
                     self.cache.put(meta["key"], meta["task"], outcome)
+        # Errored: an error result, or none that could be read (a line that was not JSON); asked again later.
         record = {**record, "status": "done",
-                  "errored": sorted(c for c, r in results.items() if isinstance(r, Exception))}
+                  "errored": sorted(c for c in record["items"] if not isinstance(results.get(c), ProviderResponse))}
         write_json_atomic(self.directory / f"{record['batch_id']}.json", record)
 
     async def _collect(self, provider: Any, kind: str, batch_id: str) -> dict[str, ProviderResponse | Exception]:
@@ -190,14 +192,21 @@ class BatchDispatcher:
     async def _collect_anthropic(self, client: Any, batch_id: str) -> dict[str, ProviderResponse | Exception]:
         while (batch := await _sdk("anthropic", client.messages.batches.retrieve(batch_id))).processing_status != "ended":
             await asyncio.sleep(self.poll_s)
+        # Read as text, line by line: the SDK's own decoder stops at the first line that is not JSON.
+        decoder = await _sdk("anthropic", client.messages.batches.results(batch.id))
+        text = await _sdk("anthropic", decoder.http_response.aread())
         out: dict[str, ProviderResponse | Exception] = {}
-        async for entry in await _sdk("anthropic", client.messages.batches.results(batch.id)):
-            result = entry.result
-            if result.type == "succeeded":
-                out[entry.custom_id] = AnthropicProvider.parse(result.message)
+        for custom_id, entry in result_lines(text):
+            result = entry.get("result") if isinstance(entry.get("result"), dict) else {}
+            if result.get("type") == "succeeded":
+                try:
+                    out[custom_id] = AnthropicProvider.parse(result.get("message") or {})
+                except TransportError as exc:
+                    out[custom_id] = exc
             else:
-                detail = getattr(getattr(result, "error", None), "error", None)
-                out[entry.custom_id] = TransportError(f"anthropic batch item {result.type}: {detail or ''}".strip())
+                error = result.get("error")
+                detail = error.get("error") if isinstance(error, dict) else error
+                out[custom_id] = TransportError(f"anthropic batch item {result.get('type')}: {detail or ''}".strip())
         return out
 
     async def _collect_openai(self, client: Any, batch_id: str) -> dict[str, ProviderResponse | Exception]:
@@ -208,10 +217,8 @@ class BatchDispatcher:
             if not file_id:
                 continue
             content = await _sdk("openai", client.files.content(file_id))
-            for line in content.text.splitlines():
-                if line.strip():
-                    custom_id, outcome = _openai_line(json.loads(line))
-                    out[custom_id] = outcome
+            for custom_id, line in result_lines(content.content):
+                out[custom_id] = _openai_line(line)[1]
         if not out and batch.status != "completed":
             raise TransportError(f"openai batch {batch_id} ended {batch.status}")
         return out
@@ -247,6 +254,22 @@ class BatchDispatcher:
         self._finish(record, results)
 
 
+def result_lines(data: bytes | str) -> list[tuple[str, dict]]:
+    """(custom_id, line) of each JSON object line of a batch's results. A line that is not JSON (a gateway cut
+    the file, or served a page instead) is skipped: its request gets no result and is asked again."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", errors="replace")
+    lines = []
+    for text in data.splitlines():
+        try:
+            line = json.loads(text) if text.strip() else None
+        except ValueError:
+            continue
+        if isinstance(line, dict) and isinstance(line.get("custom_id"), str):
+            lines.append((line["custom_id"], line))
+    return lines
+
+
 def _openai_line(line: dict) -> tuple[str, ProviderResponse | Exception]:
     custom_id = line.get("custom_id", "")
     response = line.get("response") or {}
@@ -263,10 +286,15 @@ def _openai_line(line: dict) -> tuple[str, ProviderResponse | Exception]:
 async def _sdk(provider: str, call: Any) -> Any:
     """Await an SDK call, mapping its transport and status errors to TransportError (the client retries them)."""
     try:
-        return await call
+        answer = await call
     except (TransportError, FatalProviderError):
         raise
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise TransportError(f"{provider} batch API: HTTP 200 whose body is not JSON") from None
     except Exception as exc:  # noqa: BLE001 - both SDKs: status errors are classified, the rest is transport
         if getattr(exc, "status_code", None) is not None:
             raise _status_error(exc, provider) from None
         raise TransportError(f"{provider} batch API: {type(exc).__name__}") from None
+    if isinstance(answer, str):  # the SDKs hand back the raw text of a body whose content type is not JSON
+        raise TransportError(f"{provider} batch API: HTTP 200 whose body is not JSON: {_preview(answer)}")
+    return answer

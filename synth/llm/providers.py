@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from synth.conf import Route, key_env
@@ -38,6 +38,30 @@ def _status_error(exc: Exception, provider: str) -> Exception:
     if status in (401, 403):
         return FatalProviderError(f"{provider}: authentication failed (HTTP {status}); check ${key_env(provider)}")
     return FatalProviderError(f"{provider}: HTTP {status}: {getattr(exc, 'message', '')[:300]}")
+
+
+async def json_answer(provider: str, call: Awaitable[Any], kind: type) -> Any:
+    """Await an SDK call whose 200 must carry a JSON `kind`. A 200 whose body is not JSON — cut off by a gateway,
+    or the gateway's own HTML page — is a TransportError, retried like a 5xx: the SDKs raise the JSON error of a
+    cut body and hand back the raw text of a non-JSON content type."""
+    try:
+        answer = await call
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TransportError(f"{provider}: HTTP 200 whose body is not JSON ({type(exc).__name__}: {exc})") from None
+    if not isinstance(answer, kind):
+        raise TransportError(f"{provider}: HTTP 200 whose body is not JSON: {_preview(answer)}")
+    return answer
+
+
+def _preview(body: Any) -> str:
+    text = " ".join(str(body).split())
+    return repr(text[:80] + ("…" if len(text) > 80 else ""))
+
+
+def wire_field(obj: Any, name: str) -> Any:
+    """A field of an SDK object, or of the same object as plain JSON (batch result lines); None when absent,
+    as it is when a 200 carried JSON of another shape (the SDKs build their objects without validating)."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 class OpenAIProvider:
@@ -99,8 +123,9 @@ class OpenAIProvider:
         while True:
             mode = self.MODES[self.mode]
             try:
-                response = await self.client.chat.completions.create(**self._body(request, model, mode, tighten))
-                cut = bool(response.choices) and response.choices[0].finish_reason == "length"
+                response = await json_answer(self.name, self.client.chat.completions.create(
+                    **self._body(request, model, mode, tighten)), openai.types.chat.ChatCompletion)
+                cut = bool(wire_field(response, "choices")) and response.choices[0].finish_reason == "length"
                 if mode == "grammar" and tighten == 1 and cut:
                     tighten = 4  # cut off mid-answer: once more with strings capped four times tighter
                     wasted = response.usage
@@ -119,7 +144,7 @@ class OpenAIProvider:
                 raise TransportError("openai: connection error") from None
             except openai.APIStatusError as exc:
                 raise _status_error(exc, self.name) from None
-        if not response.choices:
+        if not wire_field(response, "choices"):
             raise TransportError("openai: response without choices")
         message = response.choices[0].message
         usage = _usage(response.usage)
@@ -179,23 +204,26 @@ class AnthropicProvider:
 
     @staticmethod
     def parse(message: Any) -> ProviderResponse:
+        """A message (an SDK object, or a batch result line's JSON) as a ProviderResponse."""
+        content, u = wire_field(message, "content"), wire_field(message, "usage")
+        if not isinstance(content, list) or u is None:
+            raise TransportError("anthropic: HTTP 200 with a message without content or usage")
         text, refusal = "", None
-        for block in message.content:
-            if block.type == "tool_use":
-                text = json.dumps(block.input, ensure_ascii=False)
+        for block in content:
+            if wire_field(block, "type") == "tool_use":
+                text = json.dumps(wire_field(block, "input"), ensure_ascii=False)
                 break
-            if block.type == "text":
-                text += block.text
-        if message.stop_reason == "refusal":
+            if wire_field(block, "type") == "text":
+                text += wire_field(block, "text") or ""
+        if wire_field(message, "stop_reason") == "refusal":
             refusal = text or "refused"
-        u = message.usage
-        read = getattr(u, "cache_read_input_tokens", 0) or 0
-        write = getattr(u, "cache_creation_input_tokens", 0) or 0
+        read = wire_field(u, "cache_read_input_tokens") or 0
+        write = wire_field(u, "cache_creation_input_tokens") or 0
         return ProviderResponse(
             text=text,
             usage=Usage(
-                input_tokens=u.input_tokens + read + write,
-                output_tokens=u.output_tokens,
+                input_tokens=(wire_field(u, "input_tokens") or 0) + read + write,
+                output_tokens=wire_field(u, "output_tokens") or 0,
                 cached_input_tokens=read,
                 cache_write_tokens=write,
             ),
@@ -205,7 +233,8 @@ class AnthropicProvider:
     async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
         anthropic = self._anthropic
         try:
-            message = await self.client.messages.create(**self.params(request, model))
+            message = await json_answer(self.name, self.client.messages.create(**self.params(request, model)),
+                                        anthropic.types.Message)
         except anthropic.APITimeoutError:
             raise TransportError("anthropic: request timed out") from None
         except anthropic.APIConnectionError:
