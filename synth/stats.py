@@ -10,28 +10,28 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from synth import rules
 from synth.jsonl import read_records
 from synth.models import MCQ, FinalItem, Persona, Rejected, Trace
 
-POSITIONS = ("A", "B", "C", "D")
+POSITIONS = rules.POSITIONS
 
 
 def answerable(item: MCQ) -> bool:
-    return item.question_type != "unanswerable"
+    return rules.answerable(item.question_type)
 
 
 def option_text(item: MCQ, choice_id: str) -> str:
-    return next((c.text for c in item.choices if c.id == choice_id), "")
+    return rules.choice_text(((c.id, c.text) for c in item.choices), choice_id)
 
 
 def distractor_texts(item: MCQ) -> list[str]:
-    return [c.text for c in item.choices if c.id in POSITIONS and c.id != item.correct_choice_id]
+    return rules.distractors_of(((c.id, c.text) for c in item.choices), item.correct_choice_id)
 
 
 def correct_is_longest(item: MCQ) -> bool:
     """The correct option is strictly longer than every other A–D option (answerable items only)."""
-    others = distractor_texts(item)
-    return bool(others) and len(option_text(item, item.correct_choice_id)) > max(len(t) for t in others)
+    return rules.correct_is_longest(option_text(item, item.correct_choice_id), distractor_texts(item))
 
 
 def position_shares(items: Iterable[MCQ]) -> dict[str, float]:

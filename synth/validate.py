@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from synth.models import CANNOT_DETERMINE, CHOICE_IDS, FILES
+from synth import rules
+from synth.models import FILES
 
 # Question items flow qa → mcq → final | rejected and may keep their id along the way.
 QUESTION_FILES = ("qa.jsonl", "mcq.jsonl", "final.jsonl", "rejected.jsonl")
@@ -421,29 +422,16 @@ class PersonaCheck:
 
     def check_mcq_shape(self) -> None:
         language = self.persona.get("language")
-        allowed = {CANNOT_DETERMINE[language]} if language in CANNOT_DETERMINE else set(CANNOT_DETERMINE.values())
         for name, record in self.each(*MCQ_FILES):
-            choices = _dicts(record.get("choices"))
-            ids = [c.get("id") for c in choices]
-            if sorted(map(str, ids)) != list(CHOICE_IDS):
-                self.flag(name, record, f"choices are {ids}, not {', '.join(CHOICE_IDS)} exactly once each")
-            last = next((c for c in choices if c.get("id") == "E"), None)
-            if last is None:
-                self.flag(name, record, "no option E (\"cannot be determined\")")
-            elif last.get("text") not in allowed:
-                self.flag(name, record, f"option E reads {last.get('text')!r}, not {' / '.join(map(repr, allowed))}")
-            correct = record.get("correct_choice_id")
-            if correct not in ids:
-                self.flag(name, record, f"correct_choice_id {correct!r} is not among the choices")
-            if record.get("question_type") == "unanswerable" and correct != "E":
-                self.flag(name, record, f"an unanswerable question must have answer E (has {correct!r})")
+            choices = [(c.get("id"), c.get("text")) for c in _dicts(record.get("choices"))]
+            for problem in rules.shape_problems(choices, record.get("correct_choice_id"),
+                                                str(record.get("question_type")), language):
+                self.flag(name, record, problem)
 
 
 def _needed_traces(record: dict) -> list[str]:
-    needed = _ids(record.get("digital_trace_ids"))
-    for ref in _dicts(record.get("evidence")):
-        needed.extend(_ids(ref.get("digital_trace_ids")))
-    return needed
+    return rules.needed_traces(_ids(record.get("digital_trace_ids")),
+                               (_ids(ref.get("digital_trace_ids")) for ref in _dicts(record.get("evidence"))))
 
 
 def _int(value: Any) -> int:

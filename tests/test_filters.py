@@ -69,7 +69,8 @@ def test_format_passes_a_well_formed_item(parts):
 
 @pytest.mark.parametrize("breakage, expected", [
     (lambda i: i.model_copy(update={"answer": " "}), "empty question or answer"),
-    (lambda i: i.model_copy(update={"choices": i.choices[:4]}), "A–E in order"),
+    (lambda i: i.model_copy(update={"choices": i.choices[:4]}), "no option E"),
+    (lambda i: i.model_copy(update={"choices": [i.choices[1], i.choices[0], *i.choices[2:]]}), "A–E in order"),
     (lambda i: i.model_copy(update={"choices": [*i.choices[:4], Choice(id="E", text="None of these")]}), "option E"),
     (lambda i: i.model_copy(update={"correct_choice_id": "E"}), "exactly for unanswerable"),
     (lambda i: i.model_copy(update={"answer": "something else entirely"}), "not the answer"),

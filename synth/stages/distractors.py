@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from synth import rules
 from synth.llm.cache import content_hash
 from synth.models import CANNOT_DETERMINE, CHOICE_IDS, MCQ, QA, Choice, LifeArc, Persona, RefinementRound, Trace
 from synth.stage import Stage, StageContext
@@ -62,20 +63,14 @@ def arrange(qa: QA, distractors: list[str], language: str, position: int) -> tup
     return [Choice(id=cid, text=text) for cid, text in zip(CHOICE_IDS, texts)], correct
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 def code_guard(qa: QA, distractors: list[str], language: str, length_ratio: float) -> str:
-    """Defects code can see before any validator: duplicates and a correct option much longer than the rest."""
-    seen = {_norm(qa.answer), _norm(CANNOT_DETERMINE[language])}
-    for text in distractors:
-        if _norm(text) in seen:
-            return "two options say the same thing (or repeat the correct answer / option E); make all four distinct"
-        seen.add(_norm(text))
-    if qa.question_type != "unanswerable":
+    """Defects code can see before any validator (the filter's own rules, synth.rules): duplicates and a correct
+    option much longer than the rest."""
+    if rules.repeated_option(qa.answer, distractors, CANNOT_DETERMINE[language]):
+        return "two options say the same thing (or repeat the correct answer / option E); make all four distinct"
+    if rules.answerable(qa.question_type):
         longest = max(len(t) for t in distractors)
-        if len(qa.answer) > length_ratio * longest:
+        if rules.length_problem(qa.answer, distractors, length_ratio):
             return (f"length guard: the correct answer has {len(qa.answer)} characters but the longest distractor "
                     f"only {longest}; write distractors of about {len(qa.answer)} characters, as detailed as it")
     return ""

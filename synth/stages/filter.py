@@ -15,7 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from synth.jsonl import write_json_atomic
-from synth.models import CANNOT_DETERMINE, CHOICE_IDS, MCQ, Evidence, FilterVerdict, FinalItem, Rejected, Trace
+from synth import rules
+from synth.models import MCQ, Evidence, FilterVerdict, FinalItem, Rejected, Trace
 from synth.stage import Stage, StageContext
 from synth.stats import answerable, bias_report, blind_accuracy, distractor_texts, option_text
 from synth.stages.qa import trace_excerpts
@@ -38,34 +39,21 @@ class Blind(BaseModel):
 
 # ------------------------------------------------------------------------------------- code-only filters
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
+def _choices(item: MCQ) -> list[tuple[str, str]]:
+    return [(c.id, c.text) for c in item.choices]
 
 
 def format_problem(item: MCQ, language: str, traces: dict[str, Trace], evidence_ids: set[str],
                    min_option_chars: int = 4) -> str:
     """Schema is already checked on read; this catches empty, misaligned, stub or dangling content."""
-    if not item.question.strip() or not item.answer.strip():
-        return "empty question or answer"
-    if _norm(item.question) == _norm(item.answer):
-        return "the answer repeats the question"
-    if [c.id for c in item.choices] != list(CHOICE_IDS):
-        return f"choices must be A–E in order (got {[c.id for c in item.choices]})"
-    if any(not c.text.strip() for c in item.choices):
-        return "an empty option"
-    if len({_norm(c.text) for c in item.choices}) < len(item.choices):
-        return "two options have the same text"
-    stub = next((c for c in item.choices[:4] if len(_norm(c.text)) < min_option_chars), None)
-    if stub is not None:  # "1", "B", "?": a stub option gives the item away
-        return f"option {stub.id} ({stub.text.strip()!r}) is too short to be a real answer"
-    if item.choices[-1].text != CANNOT_DETERMINE[language]:
-        return f"option E must be {CANNOT_DETERMINE[language]!r}"
-    if (item.correct_choice_id == "E") != (item.question_type == "unanswerable"):
-        return "E must be correct exactly for unanswerable questions"
+    choices = _choices(item)
+    problems = [*rules.shape_problems(choices, item.correct_choice_id, item.question_type, language),
+                *rules.option_problems(choices, item.correct_choice_id, item.question, item.answer,
+                                       item.question_type, min_option_chars)]
+    if problems:
+        return problems[0]
     if not answerable(item):
         return ""
-    if _norm(option_text(item, item.correct_choice_id)) != _norm(item.answer):
-        return "the correct option is not the answer"
     if not item.evidence:
         return "an answerable question without evidence"
     for ref in item.evidence:
@@ -83,14 +71,11 @@ def format_problem(item: MCQ, language: str, traces: dict[str, Trace], evidence_
 def length_problem(item: MCQ, ratio: float) -> str:
     if not answerable(item):
         return ""
-    correct, others = len(option_text(item, item.correct_choice_id)), [len(t) for t in distractor_texts(item)]
-    if others and correct > ratio * max(others):
-        return f"the correct option has {correct} characters, more than {ratio:g}× the longest distractor ({max(others)})"
-    return ""
+    return rules.length_problem(option_text(item, item.correct_choice_id), distractor_texts(item), ratio)
 
 
 def needed_traces(item: MCQ) -> list[str]:
-    return list(dict.fromkeys([*item.digital_trace_ids, *(t for r in item.evidence for t in r.digital_trace_ids)]))
+    return rules.needed_traces(item.digital_trace_ids, (r.digital_trace_ids for r in item.evidence))
 
 
 def temporal_problem(item: MCQ, traces: dict[str, Trace]) -> str:

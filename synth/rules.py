@@ -1,0 +1,108 @@
+"""The multiple-choice rules, written once: the filter stage, `synth validate`, the distractor guard and the stats
+all call these, so a rule and its wording cannot drift between them.
+
+Rules work on plain values (ids, texts, question type, language) so they apply both to parsed records and to the
+raw dicts `synth validate` reads from a possibly corrupted file. Each returns problems as short sentences; an
+empty list (or "") means the item passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from synth.models import CANNOT_DETERMINE, CHOICE_IDS
+
+POSITIONS = CHOICE_IDS[:4]  # where a correct answer to an answerable question may stand
+
+
+def norm_option(text: str) -> str:
+    """An option's text for equality: case and runs of whitespace do not make two options different."""
+    return " ".join(str(text).lower().split())
+
+
+def answerable(question_type: str) -> bool:
+    return question_type != "unanswerable"
+
+
+def choice_text(choices: Iterable[tuple[str, str]], choice_id: str) -> str:
+    return next((text for cid, text in choices if cid == choice_id), "")
+
+
+def distractors_of(choices: Iterable[tuple[str, str]], correct: str) -> list[str]:
+    """The A–D options that are not the correct one."""
+    return [text for cid, text in choices if cid in POSITIONS and cid != correct]
+
+
+def needed_traces(digital_trace_ids: Iterable[str], evidence_trace_ids: Iterable[Iterable[str]]) -> list[str]:
+    """Every trace an item needs: its own list and each evidence statement's, in first-seen order, once each."""
+    ids = [*digital_trace_ids, *(t for group in evidence_trace_ids for t in group)]
+    return list(dict.fromkeys(ids))
+
+
+def shape_problems(choices: Sequence[tuple[Any, Any]], correct: Any, question_type: str, language: str | None) -> list[str]:
+    """The contract of every multiple-choice file (DESIGN.md): options A–E in order, E the fixed "cannot be
+    determined" text of the persona's language, a correct id among them, E correct for unanswerable questions."""
+    problems = []
+    ids = [cid for cid, _ in choices]
+    last = next((text for cid, text in choices if cid == "E"), None)
+    allowed = [CANNOT_DETERMINE[language]] if language in CANNOT_DETERMINE else list(CANNOT_DETERMINE.values())
+    if last is None:
+        problems.append('no option E ("cannot be determined")')
+    elif ids != list(CHOICE_IDS):
+        problems.append(f"choices are {ids}, not A–E in order, exactly once each")
+    if last is not None and last not in allowed:
+        problems.append(f"option E reads {last!r}, not {' / '.join(map(repr, allowed))}")
+    if correct not in ids:
+        problems.append(f"correct_choice_id {correct!r} is not among the choices")
+    elif not answerable(question_type) and correct != "E":
+        problems.append(f"an unanswerable question must have answer E (has {correct!r})")
+    return problems
+
+
+def option_problems(choices: Sequence[tuple[str, str]], correct: str, question: str, answer: str,
+                    question_type: str, min_option_chars: int) -> list[str]:
+    """What makes a well-shaped item unusable: empty or repeated text, stub options that give it away, E as the
+    answer of an answerable question, a correct option that is not the answer."""
+    problems = []
+    if not question.strip() or not answer.strip():
+        problems.append("empty question or answer")
+    elif norm_option(question) == norm_option(answer):
+        problems.append("the answer repeats the question")
+    if any(not text.strip() for _, text in choices):
+        problems.append("an empty option")
+    if len({norm_option(text) for _, text in choices}) < len(choices):
+        problems.append("two options have the same text")
+    stub = next(((cid, text) for cid, text in choices if cid in POSITIONS and 0 < len(norm_option(text)) < min_option_chars), None)
+    if stub is not None:  # "1", "B", "?": a stub option gives the item away
+        problems.append(f"option {stub[0]} ({stub[1].strip()!r}) is too short to be a real answer")
+    if answerable(question_type):
+        if correct == "E":
+            problems.append("E must be correct exactly for unanswerable questions")
+        elif norm_option(choice_text(choices, correct)) != norm_option(answer):
+            problems.append("the correct option is not the answer")
+    return problems
+
+
+def repeated_option(answer: str, distractors: Iterable[str], cannot_determine: str) -> bool:
+    """A distractor that says what the answer, option E or another distractor already says."""
+    seen = {norm_option(answer), norm_option(cannot_determine)}
+    for text in distractors:
+        if norm_option(text) in seen:
+            return True
+        seen.add(norm_option(text))
+    return False
+
+
+def length_problem(correct_text: str, distractors: Sequence[str], ratio: float) -> str:
+    """The correct option much longer than every distractor is a give-away."""
+    others = [len(t) for t in distractors]
+    if others and len(correct_text) > ratio * max(others):
+        return (f"the correct option has {len(correct_text)} characters, more than {ratio:g}× the longest "
+                f"distractor ({max(others)})")
+    return ""
+
+
+def correct_is_longest(correct_text: str, distractors: Sequence[str]) -> bool:
+    """The correct option is strictly longer than every other A–D option."""
+    return bool(distractors) and len(correct_text) > max(len(t) for t in distractors)
