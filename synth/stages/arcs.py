@@ -11,27 +11,12 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.models import DIMENSIONS, AnchorState, ArcState, EventSeed, LifeArc, MajorEvent, Persona, mint_id
 from synth.stage import Stage, StageContext
+from synth.stages.common import answer_tokens, arc_views
 from synth.settings import ArcsSettings
 from synth.seedpool import SeedConcept, load_seed_pool, seeds_for_age
-from synth.stages.persona import unique_labels
 
 
 # ------------------------------------------------------------------------------------------ shared views
-
-def arc_views(arcs: list[LifeArc]) -> list[dict]:
-    """Arcs as templates see them: `label` is unique, so an enum of labels maps back to one arc id."""
-    labels = unique_labels([a.title for a in arcs])
-    return [{**a.model_dump(mode="json"), "label": label} for a, label in zip(arcs, labels)]
-
-
-def arc_label_ids(arcs: list[LifeArc]) -> dict[str, str]:
-    return {view["label"]: view["id"] for view in arc_views(arcs)}
-
-
-def answer_tokens(ctx: StageContext, estimate: int) -> int:
-    """Room for a long structured answer: the configured max_tokens, raised when the answer needs more."""
-    return max(ctx.settings.max_tokens, estimate)
-
 
 # ------------------------------------------------------------------------------------------ (a) seed pool
 

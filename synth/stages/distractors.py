@@ -11,7 +11,7 @@ from synth import rules
 from synth.llm.cache import content_hash
 from synth.models import CANNOT_DETERMINE, CHOICE_IDS, MCQ, QA, Choice, LifeArc, Persona, RefinementRound, Trace
 from synth.stage import Stage, StageContext
-from synth.stages.qa import trace_excerpts
+from synth.stages.common import trace_excerpts
 
 
 class Distractor(BaseModel):

@@ -10,9 +10,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.models import EvidenceKind, Event, Evidence, LifeArc, MajorEvent, Persona, Phase, mint_id
 from synth.stage import Stage, StageContext
-from synth.stages.arcs import answer_tokens, arc_label_ids, arc_views
-from synth.stages.persona import relation_labels
-from synth.stages.phases import event_view
+from synth.stages.common import answer_tokens, arc_label_ids, arc_views, event_view, relation_labels
 
 
 @lru_cache(maxsize=None)

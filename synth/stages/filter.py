@@ -18,8 +18,8 @@ from synth.jsonl import write_json_atomic
 from synth import rules
 from synth.models import MCQ, Evidence, FilterVerdict, FinalItem, Rejected, Trace
 from synth.stage import Stage, StageContext
+from synth.stages.common import trace_excerpts
 from synth.stats import answerable, bias_report, blind_accuracy, distractor_texts, option_text
-from synth.stages.qa import trace_excerpts
 
 # The order in which filters are named; an item's rejection names the first that failed.
 FILTERS = ("format", "sufficiency", "blind", "length", "temporal", "duplicate", "human_review")

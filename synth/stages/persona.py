@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, create_model
 from synth.models import Persona, Relation, mint_id
 from synth.personas import PersonaSeed
 from synth.stage import Stage, StageContext
+from synth.stages.common import unique_labels
 
 
 class RelationDraft(BaseModel):
@@ -43,23 +44,6 @@ def timeline(seed: PersonaSeed, config: dict) -> tuple[dt.date, dt.date]:
     if days > 0:
         return seed.start, seed.start + dt.timedelta(days=days - 1)
     return seed.start, seed.end
-
-
-def unique_labels(names: list[str]) -> list[str]:
-    """Names made unique (a repeated one gets ' (2)', ' (3)' …) so an enum of them maps back to one item."""
-    out: list[str] = []
-    for name in names:
-        label, n = name.strip() or "?", 1
-        while label in out:
-            n += 1
-            label = f"{name.strip() or '?'} ({n})"
-        out.append(label)
-    return out
-
-
-def relation_labels(persona: Persona) -> dict[str, str]:
-    """Label → relation id: what an enum of participants offers and how an answer maps back."""
-    return dict(zip(unique_labels([r.name for r in persona.relations]), (r.id for r in persona.relations)))
 
 
 def build_persona(seed: PersonaSeed, config: dict, answer: BaseModel) -> Persona:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.models import LifeArc, MajorEvent, Persona, Phase, Snapshot, mint_id
 from synth.stage import Stage, StageContext
-from synth.stages.arcs import arc_views
+from synth.stages.common import arc_views, event_view
 
 
 @lru_cache(maxsize=None)
@@ -52,20 +52,6 @@ def phase_bounds(length: int, count: int, k: int, start: int) -> tuple[int, int]
     if k == count - 1:
         return length - 1, length - 1
     return start, length - 1 - (count - 1 - k)
-
-
-def event_view(event: MajorEvent, arcs: list[LifeArc]) -> dict:
-    """A major event with the anchor state each arc is in at that time, as templates see it."""
-    labels = {view["id"]: view["label"] for view in arc_views(arcs)}
-    by_id = {arc.id: arc for arc in arcs}
-    states = []
-    for state in event.arc_states:
-        arc = by_id.get(state.arc_id)
-        if arc is not None:
-            anchor = arc.anchor_states[min(state.anchor_index, len(arc.anchor_states) - 1)]
-            states.append({"arc": labels[arc.id], "index": state.anchor_index, "label": anchor.label,
-                           "description": anchor.description})
-    return {**event.model_dump(mode="json"), "states": states}
 
 
 def _phase(done: dict | None) -> Phase:

@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.models import QA, EvidenceRef, LifeArc, Persona, Trace, mint_id
 from synth.stage import Stage, StageContext
-from synth.settings import DistractorsSettings, FilterSettings, QASettings
+from synth.stages.common import trace_excerpts
+from synth.settings import QASettings
 from synth.windows import MIN_DAYS, MIN_EVIDENCE, Segment, SegmentEvidence, candidates, observable_evidence, \
     trajectory_segments
 
@@ -86,16 +87,6 @@ def question_time(base: dt.datetime, day_offset: int, hour: int) -> dt.datetime:
 def max_day_offset(base: dt.datetime, persona: Persona, section: QASettings) -> int:
     last = persona.end + dt.timedelta(days=section.question_grace_days)
     return max(0, min(section.max_question_delay_days, (last - base.date()).days))
-
-
-def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: QASettings | DistractorsSettings | FilterSettings) -> list[dict]:
-    limit, chars = section.max_prompt_traces, section.trace_chars
-    out = []
-    for trace_id in list(dict.fromkeys(ids))[:limit]:
-        trace = traces[trace_id]
-        out.append({"medium": trace.medium, "time": trace.time.isoformat(timespec="minutes"),
-                    "content": trace.content[:chars]})
-    return out
 
 
 class Planner:

@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field, create_model
 from synth.llm.fake import estimate_tokens
 from synth.models import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
 from synth.stage import Stage, StageContext
+from synth.stages.common import answer_tokens, arc_views
 from synth.settings import TracesSettings
-from synth.stages.arcs import answer_tokens, arc_views
 
 
 class TraceText(BaseModel):

@@ -1,0 +1,64 @@
+"""What several stages share: how persona, arcs, major events and traces look to a template, and how a label
+from an enum maps back to an id. Stages import these from here, never from each other."""
+
+from __future__ import annotations
+
+from synth.models import LifeArc, MajorEvent, Persona, Trace
+from synth.settings import DistractorsSettings, FilterSettings, QASettings
+from synth.stage import StageContext
+
+
+def unique_labels(names: list[str]) -> list[str]:
+    """Names made unique (a repeated one gets ' (2)', ' (3)' …) so an enum of them maps back to one item."""
+    out: list[str] = []
+    for name in names:
+        label, n = name.strip() or "?", 1
+        while label in out:
+            n += 1
+            label = f"{name.strip() or '?'} ({n})"
+        out.append(label)
+    return out
+
+
+def relation_labels(persona: Persona) -> dict[str, str]:
+    """Label → relation id: what an enum of participants offers and how an answer maps back."""
+    return dict(zip(unique_labels([r.name for r in persona.relations]), (r.id for r in persona.relations)))
+
+
+def arc_views(arcs: list[LifeArc]) -> list[dict]:
+    """Arcs as templates see them: `label` is unique, so an enum of labels maps back to one arc id."""
+    labels = unique_labels([a.title for a in arcs])
+    return [{**a.model_dump(mode="json"), "label": label} for a, label in zip(arcs, labels)]
+
+
+def arc_label_ids(arcs: list[LifeArc]) -> dict[str, str]:
+    return {view["label"]: view["id"] for view in arc_views(arcs)}
+
+
+def answer_tokens(ctx: StageContext, estimate: int) -> int:
+    """Room for a long structured answer: the configured max_tokens, raised when the answer needs more."""
+    return max(ctx.settings.max_tokens, estimate)
+
+
+def event_view(event: MajorEvent, arcs: list[LifeArc]) -> dict:
+    """A major event with the anchor state each arc is in at that time, as templates see it."""
+    labels = {view["id"]: view["label"] for view in arc_views(arcs)}
+    by_id = {arc.id: arc for arc in arcs}
+    states = []
+    for state in event.arc_states:
+        arc = by_id.get(state.arc_id)
+        if arc is not None:
+            anchor = arc.anchor_states[min(state.anchor_index, len(arc.anchor_states) - 1)]
+            states.append({"arc": labels[arc.id], "index": state.anchor_index, "label": anchor.label,
+                           "description": anchor.description})
+    return {**event.model_dump(mode="json"), "states": states}
+
+
+def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: QASettings | DistractorsSettings | FilterSettings) -> list[dict]:
+    limit, chars = section.max_prompt_traces, section.trace_chars
+    out = []
+    for trace_id in list(dict.fromkeys(ids))[:limit]:
+        trace = traces[trace_id]
+        out.append({"medium": trace.medium, "time": trace.time.isoformat(timespec="minutes"),
+                    "content": trace.content[:chars]})
+    return out
