@@ -8,6 +8,7 @@ empty list (or "") means the item passes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -106,3 +107,68 @@ def length_problem(correct_text: str, distractors: Sequence[str], ratio: float) 
 def correct_is_longest(correct_text: str, distractors: Sequence[str]) -> bool:
     """The correct option is strictly longer than every other A–D option."""
     return bool(distractors) and len(correct_text) > max(len(t) for t in distractors)
+
+
+# ------------------------------------------------------------------------------ model-free give-aways
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def option_words(text: str) -> set[str]:
+    """Word set of an option for overlap (Chinese: character bigrams) — the same as ../shared/tools/mcq_bias.py,
+    so `synth stats` and that outside measure agree."""
+    text = str(text).lower()
+    if _CJK.search(text):
+        return {text[i:i + 2] for i in range(len(text) - 1) if text[i:i + 2].strip()}
+    return set(re.findall(r"[a-z0-9']+", text))
+
+
+def centrality(options: dict[str, str]) -> dict[str, float]:
+    """Each A–D option's mean Jaccard word overlap with the other A–D options. When distractors are perturbations
+    of the key (one detail swapped each), the key shares the most with every other option: it is the centroid."""
+    words = {cid: option_words(text) for cid, text in options.items()}
+    out = {}
+    for cid in options:
+        others = [o for o in options if o != cid]
+        out[cid] = sum(len(words[cid] & words[o]) / max(1, len(words[cid] | words[o])) for o in others) / max(1, len(others))
+    return out
+
+
+def key_is_most_central(options: dict[str, str], key: str) -> bool:
+    """The key's centrality is the highest (ties count, as in mcq_bias.py); chance is 1 in 4."""
+    scores = centrality({cid: text for cid, text in options.items() if cid in POSITIONS})
+    return key in scores and len(scores) > 1 and scores[key] == max(scores.values())
+
+
+def key_is_longest(options: dict[str, str], key: str) -> bool:
+    """The key is at least as long as every other A–D option (ties count, as in mcq_bias.py)."""
+    lengths = {cid: len(text) for cid, text in options.items() if cid in POSITIONS}
+    return key in lengths and len(lengths) > 1 and lengths[key] == max(lengths.values())
+
+
+_MONTHS = "January|February|March|July|September|October|November|December|Feb|Apr|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
+# months that are also given names or words ("May I…", "June said…"): a date only in a date-like context
+_NAME_MONTHS = "May|June|April|August|Jan|Jun|Mar"
+_WEEKDAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Mondays|Tuesdays|Wednesdays|Thursdays|Fridays|Saturdays|Sundays"
+_DATE_PATTERNS = (
+    ("an ISO date", re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b")),
+    ("a numeric date", re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.](?:\d{2}|\d{4})\b")),
+    ("a year", re.compile(r"(?<![\d.,])(?:19|20)\d{2}(?![\d.,]\d)")),
+    ("a month name", re.compile(rf"\b(?:{_MONTHS})\b\.?")),
+    ("a month name", re.compile(rf"(?:\b(?:in|of|early|late|mid|since|until|by|during|last|next|this)\s+|-)"
+                                rf"(?:{_NAME_MONTHS})\b|\b(?:{_NAME_MONTHS})\.?\s+\d")),
+    ("a weekday", re.compile(rf"\b(?:{_WEEKDAYS})\b")),
+    ("a date", re.compile(r"[0-9０-９一二三四五六七八九十两]+\s*月\s*[0-9０-９一二三四五六七八九十]+\s*[日号]")),
+    ("a month", re.compile(r"(?:[0-9０-９]{1,2}|[一二三四五六七八九十]|十[一二])\s*月(?!份?[的]?[0-9])")),
+    ("a weekday", re.compile(r"(?:星期|礼拜|周)[一二三四五六日天]")),
+)
+
+
+def explicit_date(question: str) -> str:
+    """The first explicit date, year, month or weekday in a question ("" if none): a question that names its time
+    tells the reader where to look, and the prompt forbids it."""
+    for what, pattern in _DATE_PATTERNS:
+        found = pattern.search(question)
+        if found:
+            return f"{what} ({found.group(0).strip()!r})"
+    return ""

@@ -107,3 +107,42 @@ def test_filter_and_validate_report_the_same_shape_problem(handmade_dataset) -> 
     assert [p for p in problems if expected in p] and all(expected in p for p in problems), problems
     item = MCQ.model_validate_json(json.dumps(records[0]))
     assert format_problem(item, "en", {}, set()) == expected
+
+
+@pytest.mark.parametrize(("question", "found"), [
+    ("What did I decide about the job offer?", ""),
+    ("What happened on 2023-05-04?", "an ISO date ('2023-05-04')"),
+    ("Why was I upset in March?", "a month name ('March')"),
+    ("May I ask how you felt about it?", ""),
+    ("What did June tell me about the move?", ""),
+    ("What did I do in June?", "a month name ('in June')"),
+    ("What did I do on Saturday?", "a weekday ('Saturday')"),
+    ("Why did the 2022 move matter?", "a year ('2022')"),
+    ("Who came to the party on 5/6/2023?", "a numeric date ('5/6/2023')"),
+    ("Did I really pay 2,000 dollars for it?", ""),
+    ("我在3月5日做了什么？", "a date ('3月5日')"),
+    ("我五月的时候在想什么？", "a month ('五月')"),
+    ("星期六我去了哪里？", "a weekday ('星期六')"),
+    ("周末我做了什么？", ""),
+    ("我三个月后怎么想？", ""),
+])
+def test_explicit_dates_in_questions(question, found) -> None:
+    assert rules.explicit_date(question) == found
+
+
+def test_centrality_finds_the_centroid_key_and_agrees_with_the_outside_tool() -> None:
+    """Distractors that each swap one detail of the key make the key the most central option."""
+    perturbed = {"A": "I moved to Lisbon in spring because of the new job at the studio",
+                 "B": "I moved to Porto in spring because of the new job at the studio",
+                 "C": "I moved to Lisbon in autumn because of the new job at the studio",
+                 "D": "I moved to Lisbon in spring because of my sister at the studio"}
+    assert rules.key_is_most_central(perturbed, "A")
+    assert not rules.key_is_most_central(perturbed, "B")
+    alternatives = {"A": "The studio offered me a lead role and I took it",
+                    "B": "My landlord sold the flat, so I had to leave the city",
+                    "C": "I followed my partner after she got into a master's programme",
+                    "D": "A long illness made me want to live near my parents"}
+    scores = rules.centrality(alternatives)
+    assert max(scores.values()) < min(rules.centrality(perturbed).values())
+    assert rules.key_is_longest({"A": "x" * 10, "B": "y" * 10, "C": "z"}, "A")  # a tie counts, as in mcq_bias.py
+    assert not rules.key_is_longest({"A": "x" * 9, "B": "y" * 10}, "A")
