@@ -25,7 +25,6 @@ from synth.llm.base import LLMRequest, Settings, TransportError  # noqa: E402
 from synth.llm.local import resolve_model_path, schema_to_gbnf  # noqa: E402
 from synth.llm.providers import OpenAIProvider  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent))
 from test_local_provider import SCHEMA, DiaryEntry  # noqa: E402
 from test_local_provider import request as diary_request  # noqa: E402
 

@@ -7,6 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from synth.llm.base import InputError
@@ -124,107 +125,45 @@ def test_seed_hash_ignores_source(tmp_path):
 # ------------------------------------------------------------------------------------------ bad files
 
 
-def test_not_toml(tmp_path):
-    path = write(tmp_path, 'id = "x"\nlanguage = en\n')
+def _good(old: str = "", new: str = "", id: str = "x") -> str:
+    return GOOD.format(id=id).replace(old, new) if old else GOOD.format(id=id)
+
+
+# (case, file text, exact message after "<path>: " — or a prefix when it ends with "…")
+BAD_FILES = [
+    ("not TOML", 'id = "x"\nlanguage = en\n', "not valid TOML (line 2…"),
+    ("empty", "  \n", "empty file"),
+    ("comments only", "# nothing here\n", "empty file"),
+    ("missing trait", _good("openness = 0.5\n", ""), "big_five.openness: missing"),
+    ("trait out of range", _good("neuroticism = 0.5", "neuroticism = 1.4"),
+     "big_five.neuroticism: must be between 0 and 1 (got 1.4)"),
+    ("trait not a number", _good("openness = 0.5", 'openness = "high"'), "big_five.openness: must be a number (got 'high')"),
+    ("unknown trait", _good() + "honesty = 0.4\n", "big_five.honesty: unknown key"),
+    ("unknown language", _good('language = "en"', 'language = "fr"'), "language: must be one of en, zh (got 'fr')"),
+    ("unknown scale", _good('scale = "100k"', 'scale = "1m"'), "scale: must be one of 100k, 500k (got '1m')"),
+    ("end before start", _good("years = 1", "end = 2021-06-30"), "timeline.end: must be after timeline.start…"),
+    ("end too far", _good("years = 1", "end = 2026-01-01"), "timeline.end: the timeline may span at most 3 years…"),
+    ("years and end", _good("years = 1", "years = 1\nend = 2022-12-31"), "timeline: give either years or end, not both"),
+    ("neither years nor end", _good("years = 1\n", ""), "timeline.end: missing…"),
+    ("four years", _good("years = 1", "years = 4"), "timeline.years: must be a whole number from 1 to 3 (got 4)"),
+    ("missing start", _good("start = 2022-01-01\n", ""), "timeline.start: missing"),
+    ("bad start", _good("start = 2022-01-01", 'start = "January"'),
+     "timeline.start: must be a date like 2022-01-01 (got 'January')…"),
+    ("unsafe id", _good(id="../x"), "id: '../x' is not a safe file name…"),
+    ("missing id", _good('id = "x"\n', ""), "id: missing"),
+    ("unknown key", 'nickname = "Mo"\n' + _good(), "nickname: unknown key…"),
+    ("unknown timeline key", _good("years = 1", "years = 1\nmonths = 3"), "timeline.months: unknown key…"),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "expected"), BAD_FILES, ids=[c[0] for c in BAD_FILES])
+def test_a_bad_persona_file_is_one_line_naming_file_and_field(tmp_path, case, text, expected):
+    path = write(tmp_path, text)
     message = load_error(path)
-    assert message.startswith(f"{path}: not valid TOML (line 2")
-
-
-def test_empty_file(tmp_path):
-    path = write(tmp_path, "  \n")
-    assert load_error(path) == f"{path}: empty file"
-
-
-def test_comments_only_is_empty(tmp_path):
-    path = write(tmp_path, "# nothing here\n")
-    assert load_error(path) == f"{path}: empty file"
-
-
-def test_missing_big_five_field(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("openness = 0.5\n", ""))
-    assert load_error(path) == f"{path}: big_five.openness: missing"
-
-
-def test_out_of_range_value(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("neuroticism = 0.5", "neuroticism = 1.4"))
-    assert load_error(path) == f"{path}: big_five.neuroticism: must be between 0 and 1 (got 1.4)"
-
-
-def test_big_five_not_a_number(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("openness = 0.5", 'openness = "high"'))
-    assert load_error(path) == f"{path}: big_five.openness: must be a number (got 'high')"
-
-
-def test_unknown_big_five_trait(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x") + "honesty = 0.4\n")
-    assert load_error(path) == f"{path}: big_five.honesty: unknown key"
-
-
-def test_unknown_language(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace('language = "en"', 'language = "fr"'))
-    assert load_error(path) == f"{path}: language: must be one of en, zh (got 'fr')"
-
-
-def test_unknown_scale(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace('scale = "100k"', 'scale = "1m"'))
-    assert load_error(path) == f"{path}: scale: must be one of 100k, 500k (got '1m')"
-
-
-def test_end_before_start(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("years = 1", "end = 2021-06-30"))
-    message = load_error(path)
-    assert message.startswith(f"{path}: timeline.end: must be after timeline.start")
-
-
-def test_end_too_far(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("years = 1", "end = 2026-01-01"))
-    assert load_error(path).startswith(f"{path}: timeline.end: the timeline may span at most 3 years")
-
-
-def test_both_years_and_end(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("years = 1", "years = 1\nend = 2022-12-31"))
-    assert load_error(path) == f"{path}: timeline: give either years or end, not both"
-
-
-def test_neither_years_nor_end(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("years = 1\n", ""))
-    assert load_error(path).startswith(f"{path}: timeline.end: missing")
-
-
-def test_years_four(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("years = 1", "years = 4"))
-    assert load_error(path) == f"{path}: timeline.years: must be a whole number from 1 to 3 (got 4)"
-
-
-def test_missing_start(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("start = 2022-01-01\n", ""))
-    assert load_error(path) == f"{path}: timeline.start: missing"
-
-
-def test_bad_start(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("start = 2022-01-01", 'start = "January"'))
-    assert load_error(path).startswith(f"{path}: timeline.start: must be a date like 2022-01-01 (got 'January')")
-
-
-def test_unsafe_id(tmp_path):
-    path = write(tmp_path, GOOD.format(id="../x"))
-    assert load_error(path).startswith(f"{path}: id: '../x' is not a safe file name")
-
-
-def test_missing_id(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace('id = "x"\n', ""))
-    assert load_error(path) == f"{path}: id: missing"
-
-
-def test_unknown_key(tmp_path):
-    path = write(tmp_path, 'nickname = "Mo"\n' + GOOD.format(id="x"))
-    message = load_error(path)
-    assert message.startswith(f"{path}: nickname: unknown key")
-
-
-def test_unknown_timeline_key(tmp_path):
-    path = write(tmp_path, GOOD.format(id="x").replace("years = 1", "years = 1\nmonths = 3"))
-    assert load_error(path).startswith(f"{path}: timeline.months: unknown key")
+    if expected.endswith("…"):
+        assert message.startswith(f"{path}: {expected[:-1]}"), message
+    else:
+        assert message == f"{path}: {expected}"
 
 
 def test_duplicate_ids_across_files(tmp_path):
@@ -245,7 +184,7 @@ def test_missing_path(tmp_path):
 
 
 def test_model_rejects_extra_fields():
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError, match="years"):
         PersonaSeed(
             id="x", language="en", start=dt.date(2022, 1, 1), end=dt.date(2022, 12, 31),
             big_five=dict(openness=0.1, conscientiousness=0.1, extraversion=0.1, agreeableness=0.1, neuroticism=0.1),
