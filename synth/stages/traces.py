@@ -6,16 +6,16 @@ import asyncio
 import datetime as dt
 import hashlib
 import random
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
 from synth.llm.fake import estimate_tokens
-from synth.models import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
-from synth.stage import Stage, StageContext
-from synth.stages.common import answer_tokens, arc_views
+from synth.models import Event, Evidence, Persona, Phase, Trace, mint_id
 from synth.settings import TracesSettings
+from synth.stage import Records, Stage, StageContext
+from synth.stages.common import answer_tokens, arc_views
 
 
 class TraceText(BaseModel):
@@ -82,66 +82,98 @@ def max_delay_hours(event: Event, persona: Persona, limit: int) -> int:
     return max(0, min(limit, room))
 
 
+# ------------------------------------------------------------------- per task: prompt variables in, record out
+
+def snapshot_history(phases: list[Phase], at: int) -> dict:
+    """The snapshot history a trace is conditioned on: this phase's (`phases[at]`) and the previous phase's."""
+    return {"phase": phases[at].model_dump(mode="json"),
+            "previous_phase": phases[at - 1].model_dump(mode="json") if at > 0 else None}
+
+
+def event_context(base: dict, history: dict, event: Event, evidence: list[Evidence]) -> dict:
+    """What both the plan and the write prompt of one event show: persona, arcs, snapshots, event, evidence."""
+    return {**base, **history, "event": event.model_dump(mode="json"),
+            "evidence": [e.model_dump(mode="json") for e in evidence]}
+
+
+def plan_variables(context: dict, event: Event, count: int, weights: dict[str, float], max_delay: int) -> dict:
+    return {**context, "count": count, "media": sorted(weights), "max_delay": max_delay,
+            "suggested": suggest_media(event.id, count, weights)}
+
+
+def trace_time(event: Event, delay_hours: int, max_delay: int) -> dt.datetime:
+    return event.time + dt.timedelta(hours=min(delay_hours, max_delay))
+
+
+def write_variables(context: dict, plan: BaseModel, carried: list[Evidence], time: dt.datetime,
+                    words: tuple[int, int]) -> dict:
+    return {**context, "medium": plan.medium, "intent": plan.intent, "audience": plan.audience,
+            "key_information": plan.key_information, "carried": [e.model_dump(mode="json") for e in carried],
+            "time": time.isoformat(timespec="minutes"), "min_words": words[0], "max_words": words[1]}
+
+
+def build_trace(answer: TraceText, plan: BaseModel, event: Event, carried: list[Evidence], k: int,
+                time: dt.datetime, persona_id: str) -> Trace:
+    """The `k`-th trace of `event`, written from `plan` and carrying `carried`."""
+    content = answer.content.strip()
+    return Trace(
+        id=mint_id(event.id, "trace", k), persona_id=persona_id, event_id=event.id,
+        evidence_ids=[e.id for e in carried], medium=plan.medium, time=time, intent=plan.intent.strip(),
+        audience=plan.audience.strip(), content=content, tokens=estimate_tokens(content),
+    )
+
+
+# ------------------------------------------------------------------------------------------------ stage
+
+class TraceWriter:
+    """What the units of one persona share; a unit plans one event's traces, then writes them concurrently."""
+
+    def __init__(self, ctx: StageContext) -> None:
+        self.ctx = ctx
+        self.persona = ctx.persona
+        self.phases = ctx.phases
+        self.phase_at = {p.id: i for i, p in enumerate(self.phases)}
+        self.evidence_by_event: dict[str, list[Evidence]] = {}
+        for item in ctx.evidence:
+            self.evidence_by_event.setdefault(item.event_id, []).append(item)
+        section = ctx.section
+        self.count = max(1, section.traces_per_event)
+        self.weights = media_weights(section)
+        self.media = tuple(sorted(self.weights))
+        self.words = (section.min_words, section.max_words)
+        self.delay_limit = section.max_delay_hours
+        self.base = {"persona": self.persona.model_dump(mode="json"), "arcs": arc_views(ctx.arcs)}
+
+    async def event(self, event: Event) -> Records:
+        evidence = self.evidence_by_event.get(event.id, [])
+        if not evidence:
+            return {"traces.jsonl": []}
+        context = event_context(self.base, snapshot_history(self.phases, self.phase_at[event.phase_id]), event,
+                                evidence)
+        max_delay = max_delay_hours(event, self.persona, self.delay_limit)
+        answer = await self.ctx.ask(
+            "traces", "traces_plan.j2", plan_variables(context, event, self.count, self.weights, max_delay),
+            plan_answer(self.media, len(evidence), self.count, max_delay),
+            max_tokens=answer_tokens(self.ctx, 200 * self.count))
+        carried, _ = carry_all([list(p.evidence) for p in answer.traces], len(evidence))
+        texts = await asyncio.gather(*(
+            self.write(context, event, plan, [evidence[i - 1] for i in indices], k, max_delay)
+            for k, (plan, indices) in enumerate(zip(answer.traces, carried, strict=True))
+        ))
+        return {"traces.jsonl": list(texts)}
+
+    async def write(self, context: dict, event: Event, plan: BaseModel, carried: list[Evidence], k: int,
+                    max_delay: int) -> Trace:
+        time = trace_time(event, plan.delay_hours, max_delay)
+        answer = await self.ctx.ask("traces", "traces_write.j2",
+                                    write_variables(context, plan, carried, time, self.words), TraceText,
+                                    max_tokens=answer_tokens(self.ctx, 3 * self.words[1] + 200))
+        return build_trace(answer, plan, event, carried, k, time, self.persona.id)
+
+
 async def run(ctx: StageContext) -> None:
-    persona: Persona = ctx.read("persona.jsonl")[0]
-    arcs: list[LifeArc] = ctx.read("arcs.jsonl")
-    phases: list[Phase] = ctx.read("phases.jsonl")
-    events: list[Event] = ctx.read("events.jsonl")
-    evidence_by_event: dict[str, list[Evidence]] = {}
-    for item in ctx.read("evidence.jsonl"):
-        evidence_by_event.setdefault(item.event_id, []).append(item)
-    section = ctx.section
-    count = max(1, section.traces_per_event)
-    weights = media_weights(section)
-    media = tuple(sorted(weights))
-    words = (section.min_words, section.max_words)
-    delay_limit = section.max_delay_hours
-    phase_at = {p.id: i for i, p in enumerate(phases)}
-    base = {"persona": persona.model_dump(mode="json"), "arcs": arc_views(arcs)}
-
-    def history(phase_id: str) -> dict:
-        """The snapshot history a trace is conditioned on: this phase's and the previous phase's snapshots."""
-        i = phase_at[phase_id]
-        return {"phase": phases[i].model_dump(mode="json"),
-                "previous_phase": phases[i - 1].model_dump(mode="json") if i > 0 else None}
-
-    def unit(event: Event):
-        async def plan_and_write() -> dict[str, list]:
-            evidence = evidence_by_event.get(event.id, [])
-            if not evidence:
-                return {"traces.jsonl": []}
-            context = {**base, **history(event.phase_id), "event": event.model_dump(mode="json"),
-                       "evidence": [e.model_dump(mode="json") for e in evidence]}
-            max_delay = max_delay_hours(event, persona, delay_limit)
-            answer = await ctx.ask("traces", "traces_plan.j2", {
-                **context, "count": count, "media": list(media), "max_delay": max_delay,
-                "suggested": suggest_media(event.id, count, weights),
-            }, plan_answer(media, len(evidence), count, max_delay),
-                max_tokens=answer_tokens(ctx, 200 * count))
-            carried, _ = carry_all([list(p.evidence) for p in answer.traces], len(evidence))
-            texts = await asyncio.gather(*(
-                write(context, plan, [evidence[i - 1] for i in indices], k, max_delay)
-                for k, (plan, indices) in enumerate(zip(answer.traces, carried))
-            ))
-            return {"traces.jsonl": list(texts)}
-
-        async def write(context: dict, plan: BaseModel, carried: list[Evidence], k: int, max_delay: int) -> Trace:
-            time = event.time + dt.timedelta(hours=min(plan.delay_hours, max_delay))
-            answer = await ctx.ask("traces", "traces_write.j2", {
-                **context, "medium": plan.medium, "intent": plan.intent, "audience": plan.audience,
-                "key_information": plan.key_information, "carried": [e.model_dump(mode="json") for e in carried],
-                "time": time.isoformat(timespec="minutes"), "min_words": words[0], "max_words": words[1],
-            }, TraceText, max_tokens=answer_tokens(ctx, 3 * words[1] + 200))
-            content = answer.content.strip()
-            return Trace(
-                id=mint_id(event.id, "trace", k), persona_id=persona.id, event_id=event.id,
-                evidence_ids=[e.id for e in carried], medium=plan.medium, time=time, intent=plan.intent.strip(),
-                audience=plan.audience.strip(), content=content, tokens=estimate_tokens(content),
-            )
-
-        return plan_and_write
-
-    await ctx.units([(event.id, unit(event)) for event in events])
+    writer = TraceWriter(ctx)
+    await ctx.units([(event.id, partial(writer.event, event)) for event in ctx.events])
 
 
 STAGE = Stage(
