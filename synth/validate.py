@@ -27,16 +27,24 @@ MCQ_FILES = ("mcq.jsonl", "final.jsonl")
 
 def validate_dataset(out: Path) -> list[str]:
     """Every violation under `out`, one human-readable line each; an empty list means every invariant holds."""
+    return [line for _, line in violations(out)]
+
+
+def violations(out: Path) -> list[tuple[str, str]]:
+    """Every violation as (kind, line); the kind names the invariant: parse, persona, duplicates, references,
+    containment, major_event_order, arc_alignment, snapshot_chain, evidence_carried, causality, mcq_shape."""
     out = Path(out)
     if not out.is_dir():
-        return [f"{out}: no such dataset directory"]
+        return [("dataset", f"{out}: no such dataset directory")]
     directories = sorted(p.parent for p in out.glob("*/persona.jsonl") if p.is_file())
     if not directories:
-        return [f"{out}: no persona directory (a folder holding persona.jsonl)"]
-    problems: list[str] = []
+        return [("dataset", f"{out}: no persona directory (a folder holding persona.jsonl)")]
+    found: list[tuple[str, str]] = []
     for directory in directories:
-        problems.extend(PersonaCheck(directory).run())
-    return problems
+        check = PersonaCheck(directory)
+        check.run()
+        found.extend(zip(check.kinds, check.problems, strict=True))
+    return found
 
 
 def reference_problems(directory: Path, names: Iterable[str]) -> list[str]:
@@ -111,6 +119,8 @@ class PersonaCheck:
         self.partial = partial  # only some files loaded: references into the others are not checked
         self.name = directory.name
         self.problems: list[str] = []
+        self.kinds: list[str] = []  # the invariant each problem breaks (parallel to `problems`)
+        self.kind = "parse"
         self.records: dict[str, list[dict]] = {}  # file -> records (objects with a string id)
         self.by_id: dict[str, dict[str, dict]] = {}  # file -> id -> first record with that id
         self.persona: dict = {}
@@ -122,21 +132,17 @@ class PersonaCheck:
         else:
             label = record or "-"
         self.problems.append(f"{self.name}/{file}: {label}: {what}")
+        self.kinds.append(self.kind)
 
     def run(self) -> list[str]:
         for name in FILES:
             if (self.dir / name).is_file():
                 self.load(name)
-        self.check_persona()
-        self.check_duplicates()
-        self.check_references()
-        self.check_containment()
-        self.check_major_event_order()
-        self.check_arc_alignment()
-        self.check_snapshot_chain()
-        self.check_evidence_carried()
-        self.check_causality()
-        self.check_mcq_shape()
+        for check in (self.check_persona, self.check_duplicates, self.check_references, self.check_containment,
+                      self.check_major_event_order, self.check_arc_alignment, self.check_snapshot_chain,
+                      self.check_evidence_carried, self.check_causality, self.check_mcq_shape):
+            self.kind = check.__name__.removeprefix("check_")
+            check()
         return self.problems
 
     # ---- reading

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from synth.cli import app
-from synth.validate import validate_dataset
+from synth.validate import validate_dataset, violations
 from tests.conftest import PERSONA_ID, read_jsonl, write_jsonl
 
 
@@ -27,6 +27,14 @@ def shift(value: str, days: int) -> str:
     if "T" in value:
         return (dt.datetime.fromisoformat(value) + dt.timedelta(days=days)).isoformat()
     return (dt.date.fromisoformat(value) + dt.timedelta(days=days)).isoformat()
+
+
+def exactly(dataset: Path, kinds: set[str], *needles: str) -> list[str]:
+    """The corruption breaks exactly these invariants (no more, no fewer), and each needle is in some line."""
+    found = violations(dataset)
+    assert {kind for kind, _ in found} == kinds, "\n".join(f"{k}: {line}" for k, line in found)
+    only([line for _, line in found], *needles)
+    return [line for _, line in found]
 
 
 def only(problems: list[str], *needles: str) -> None:
@@ -57,7 +65,7 @@ def test_dangling_ids_are_named(handmade_dataset):
     edit(handmade_dataset, "mcq.jsonl", lambda rs: rs[0]["evidence"][0].update(evidence_id="ghost-ev2"))
     edit(handmade_dataset, "qa.jsonl", dangle("digital_trace_ids", ["ghost-trace"]))
     edit(handmade_dataset, "major_events.jsonl", lambda rs: rs[0]["arc_states"][0].update(arc_id="ghost-arc"))
-    problems = validate_dataset(handmade_dataset)
+    problems = exactly(handmade_dataset, {"references", "evidence_carried"})  # the trace lost its real evidence
     only(problems, "'no-such-phase'", "'ghost-evidence'", "'stranger' is not a relation", "'ghost-ev2'",
          "'ghost-trace'", "'ghost-arc'")
     line = next(p for p in problems if "no-such-phase" in p)
@@ -66,12 +74,12 @@ def test_dangling_ids_are_named(handmade_dataset):
 
 def test_event_outside_its_phase(handmade_dataset):
     edit(handmade_dataset, "events.jsonl", lambda rs: rs[0].update(time=shift(rs[0]["time"], -10)))
-    only(validate_dataset(handmade_dataset), "outside its phase")
+    exactly(handmade_dataset, {"containment"}, "outside its phase")
 
 
 def test_phase_outside_its_major_event(handmade_dataset):
     edit(handmade_dataset, "phases.jsonl", lambda rs: rs[0].update(end=shift(rs[0]["end"], 5)))
-    only(validate_dataset(handmade_dataset), "outside its major event")
+    exactly(handmade_dataset, {"containment"}, "outside its major event")
 
 
 def test_major_event_outside_timeline_and_out_of_order(handmade_dataset):
@@ -80,7 +88,9 @@ def test_major_event_outside_timeline_and_out_of_order(handmade_dataset):
         records[1]["end"] = shift(records[1]["end"], 30)
 
     edit(handmade_dataset, "major_events.jsonl", swap)
-    only(validate_dataset(handmade_dataset), "outside its persona timeline", "out of order")
+    # swapping two major events also breaks the alignment and the snapshot chain, which follow their order
+    exactly(handmade_dataset, {"containment", "major_event_order", "arc_alignment", "snapshot_chain"},
+            "outside its persona timeline", "out of order")
 
 
 def test_arc_alignment_must_not_go_back_or_overflow(handmade_dataset):
@@ -90,17 +100,17 @@ def test_arc_alignment_must_not_go_back_or_overflow(handmade_dataset):
         records[1]["arc_states"][1]["anchor_index"] = 7
 
     edit(handmade_dataset, "major_events.jsonl", regress)
-    only(validate_dataset(handmade_dataset), "goes back from 1", "anchor_index 7 is outside its 3 anchor states")
+    exactly(handmade_dataset, {"arc_alignment"}, "goes back from 1", "anchor_index 7 is outside its 3 anchor states")
 
 
 def test_broken_snapshot_chain(handmade_dataset):
     edit(handmade_dataset, "phases.jsonl", lambda rs: rs[1]["snapshot_before"].update(energy=0))
-    only(validate_dataset(handmade_dataset), "snapshot chain is broken")
+    exactly(handmade_dataset, {"snapshot_chain"}, "snapshot chain is broken")
 
 
 def test_evidence_carried_by_no_trace(handmade_dataset):
     edit(handmade_dataset, "traces.jsonl", lambda rs: rs[-1].update(evidence_ids=rs[-1]["evidence_ids"][:1]))
-    only(validate_dataset(handmade_dataset), "carried by no trace")
+    exactly(handmade_dataset, {"evidence_carried"}, "carried by no trace")
 
 
 def test_needed_trace_after_question_time(handmade_dataset):
@@ -110,7 +120,7 @@ def test_needed_trace_after_question_time(handmade_dataset):
 
     for name in ("qa.jsonl", "mcq.jsonl", "final.jsonl"):
         edit(handmade_dataset, name, early)
-    problems = validate_dataset(handmade_dataset)
+    problems = exactly(handmade_dataset, {"causality"})
     only(problems, "after question_time")
     assert {p.split(":")[0] for p in problems if "after question_time" in p} == {
         f"{PERSONA_ID}/{n}" for n in ("qa.jsonl", "mcq.jsonl", "final.jsonl")}
@@ -118,7 +128,7 @@ def test_needed_trace_after_question_time(handmade_dataset):
 
 def test_trace_before_its_event(handmade_dataset):
     edit(handmade_dataset, "traces.jsonl", lambda rs: rs[0].update(time=shift(rs[0]["time"], -1)))
-    only(validate_dataset(handmade_dataset), "is before its event")
+    exactly(handmade_dataset, {"containment"}, "is before its event")
 
 
 @pytest.mark.parametrize("breakage, needle", [
@@ -131,7 +141,9 @@ def test_trace_before_its_event(handmade_dataset):
 ])
 def test_mcq_shape(handmade_dataset, breakage, needle):
     edit(handmade_dataset, "mcq.jsonl", lambda rs: [breakage(r) for r in rs])
-    problems = validate_dataset(handmade_dataset)
+    found = violations(handmade_dataset)
+    assert {kind for kind, _ in found} <= {"mcq_shape"}, found
+    problems = [line for _, line in found]
     if needle is None:  # E as the answer of an answerable question is allowed by the contract
         assert problems == []
     else:
@@ -140,7 +152,7 @@ def test_mcq_shape(handmade_dataset, breakage, needle):
 
 def test_mcq_without_e_in_final(handmade_dataset):
     edit(handmade_dataset, "final.jsonl", lambda rs: rs[0].update(choices=rs[0]["choices"][:4], correct_choice_id="A"))
-    only(validate_dataset(handmade_dataset), "final.jsonl", "no option E")
+    exactly(handmade_dataset, {"mcq_shape"}, "final.jsonl", "no option E")
 
 
 def test_duplicate_ids_within_and_across_files(handmade_dataset):
@@ -150,7 +162,7 @@ def test_duplicate_ids_within_and_across_files(handmade_dataset):
     # an item may not be both accepted and rejected
     final = read_jsonl(handmade_dataset / PERSONA_ID / "final.jsonl")
     edit(handmade_dataset, "rejected.jsonl", lambda rs: rs[0].update(id=final[0]["id"]))
-    problems = validate_dataset(handmade_dataset)
+    problems = exactly(handmade_dataset, {"duplicates"})
     only(problems, "duplicate id within the file", "duplicate id: also in events.jsonl",
          "also in final.jsonl (both accepted and rejected)")
 
@@ -167,7 +179,7 @@ def test_broken_json_line_is_a_violation_not_a_crash(handmade_dataset):
     lines = path.read_text().splitlines()
     lines[1] = lines[1][: len(lines[1]) // 2]
     path.write_text("\n".join(lines) + "\n[1, 2]\n")
-    problems = validate_dataset(handmade_dataset)
+    problems = exactly(handmade_dataset, {"parse", "evidence_carried"})  # the cut trace no longer carries its evidence
     only(problems, "traces.jsonl: line 2: not valid JSON", "line 5: not a JSON object")
 
 
@@ -186,7 +198,7 @@ def test_garbage_values_do_not_crash(handmade_dataset):
 
 def test_persona_id_mismatch(handmade_dataset):
     edit(handmade_dataset, "arcs.jsonl", lambda rs: rs[0].update(persona_id="someone_else"))
-    only(validate_dataset(handmade_dataset), "is not this persona")
+    exactly(handmade_dataset, {"persona"}, "is not this persona")
 
 
 def test_partial_dataset_checks_what_exists(handmade_dataset):
@@ -197,7 +209,7 @@ def test_partial_dataset_checks_what_exists(handmade_dataset):
         (root / name).unlink()
     assert validate_dataset(handmade_dataset) == []
     (root / "arcs.jsonl").unlink()
-    only(validate_dataset(handmade_dataset), "arcs.jsonl, which is missing")
+    exactly(handmade_dataset, {"references"}, "arcs.jsonl, which is missing")
 
 
 def test_cli_exit_codes(handmade_dataset):
@@ -229,30 +241,30 @@ def _break_chain(records):
     records[1]["snapshot_before"]["energy"] = (records[1]["snapshot_before"]["energy"] + 1) % 11
 
 
-TINY_CORRUPTIONS = {
-    "dangling-id": ("events.jsonl", lambda rs: rs[0].update(phase_id="dangling"), "'dangling'"),
+TINY_CORRUPTIONS = {  # case: (file, change, the one invariant it breaks, a needle)
+    "dangling-id": ("events.jsonl", lambda rs: rs[0].update(phase_id="dangling"), "references", "'dangling'"),
     "event-outside-phase": ("events.jsonl", lambda rs: rs[0].update(time=shift(rs[0]["time"], -400)),
-                            "outside its phase"),
+                            "containment", "outside its phase"),
     "phase-outside-major-event": ("phases.jsonl", lambda rs: rs[0].update(end=shift(rs[0]["end"], 400)),
-                                  "outside its major event"),
-    "broken-snapshot-chain": ("phases.jsonl", _break_chain, "snapshot chain is broken"),
-    "evidence-without-trace": ("evidence.jsonl", _orphan_evidence, "carried by no trace"),
-    "trace-after-question-time": ("qa.jsonl", _early_question, "after question_time"),
+                                  "containment", "outside its major event"),
+    "broken-snapshot-chain": ("phases.jsonl", _break_chain, "snapshot_chain", "snapshot chain is broken"),
+    "evidence-without-trace": ("evidence.jsonl", _orphan_evidence, "evidence_carried", "carried by no trace"),
+    "trace-after-question-time": ("qa.jsonl", _early_question, "causality", "after question_time"),
     "mcq-without-e": ("mcq.jsonl", lambda rs: rs[0].update(choices=[c for c in rs[0]["choices"] if c["id"] != "E"]),
-                      "no option E"),
-    "duplicate-ids": ("traces.jsonl", lambda rs: rs.append(dict(rs[0])), "duplicate id within the file"),
+                      "mcq_shape", "no option E"),
+    "duplicate-ids": ("traces.jsonl", lambda rs: rs.append(dict(rs[0])), "duplicates", "duplicate id within the file"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(TINY_CORRUPTIONS))
 def test_corrupted_copy_of_tiny_run(case, tiny_dataset, tmp_path):
     """The issue's corruptions, each alone, on a real pipeline output: each is caught."""
-    name, change, needle = TINY_CORRUPTIONS[case]
+    name, change, kind, needle = TINY_CORRUPTIONS[case]
     root = tmp_path / "copy"
     shutil.copytree(tiny_dataset, root, ignore=shutil.ignore_patterns("cache.sqlite", ".lock"))
     persona = next(p.parent.name for p in root.glob("*/persona.jsonl"))
     edit(root, name, change, persona)
-    only(validate_dataset(root), needle)
+    exactly(root, {kind}, needle)
 
 
 def test_reference_problems_checks_only_the_named_inputs(handmade_dataset):
