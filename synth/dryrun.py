@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from synth import conf
+from synth import conf, settings
 from synth.conf import Route
 from synth.llm.base import LLMRequest, SynthError
 from synth.llm.fake import estimate_tokens
@@ -88,7 +88,7 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
 
     with tempfile.TemporaryDirectory(prefix="synth-dryrun-") as tmp:
         session = pipeline.open_session(Path(tmp), personas, persona, preset, "fake", None, None, None, None, None,
-                                        config, write_dataset_json=False)
+                                        config, write_dataset_json=False, log=Console(stderr=True, quiet=True))
         route_of: dict[str, Route] = {}
         for cfg in session.configs.values():
             for stage in STAGES.values():
@@ -97,14 +97,12 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
             cfg["routes"] = {}  # every task runs on the fake; the real routes only price it
         fake = session.llm.provider(session.options.route)
         error = None
-        quiet = pipeline.console.quiet
-        pipeline.console.quiet = True
         # Traces of the configured length, so the prompts that quote traces (QA, distractors, filter) are priced
         # at realistic sizes rather than at the fake's few placeholder words.
-        sections = [cfg.get("traces", {}) for cfg in session.configs.values()] or [{}]
-        words = sum((int(t.get("min_words", 80)) + int(t.get("max_words", 320))) // 2 for t in sections)
+        sections = [settings.parse(cfg).traces for cfg in session.configs.values()]
+        words = sum((t.min_words + t.max_words) // 2 for t in sections) // max(1, len(sections))
         previous = os.environ.get("SYNTH_FAKE_CONTENT_WORDS")
-        os.environ.setdefault("SYNTH_FAKE_CONTENT_WORDS", str(words // len(sections)))
+        os.environ.setdefault("SYNTH_FAKE_CONTENT_WORDS", str(words))
         try:
             asyncio.run(pipeline.run_stages(session, STAGES.order(), show_progress=False))
         except SynthError as exc:
@@ -112,7 +110,6 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
         except ExceptionGroup as group:
             error = "; ".join(str(e) for e in group.exceptions)
         finally:
-            pipeline.console.quiet = quiet
             session.close()
             if previous is None:
                 os.environ.pop("SYNTH_FAKE_CONTENT_WORDS", None)

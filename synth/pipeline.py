@@ -25,7 +25,7 @@ from synth.runner import RunOptions, StageFailed, persona_dir, run_stage, stage_
 from synth.stage import StageRegistry
 from synth.stages import STAGES
 
-console = Console(stderr=True)
+console = Console(stderr=True)  # the default for a session's log lines and progress (a session may carry its own)
 
 
 class RunProgress:
@@ -120,6 +120,7 @@ class Session:
     configs: dict[str, dict]
     llm: LLM
     cache: ResponseCache
+    console: Console = console  # where stage lines go; the dry run hands a quiet one
 
     def close(self) -> None:
         self.cache.close()
@@ -207,7 +208,7 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
                  base_url: str | None, concurrency: int | None, budget_usd: float | None, max_tokens: int | None,
                  config_file: Path | dict | None, seed: int = 0,
                  write_dataset_json: bool = True, batch: bool = False,
-                 registry: StageRegistry = STAGES) -> Session:
+                 registry: StageRegistry = STAGES, log: Console | None = None) -> Session:
     """`config_file` is a --config TOML file, or a config already resolved (see `resolve_run`)."""
     config = dict(config_file) if isinstance(config_file, dict) else conf.preset_config(preset, config_file)
     if concurrency:
@@ -242,7 +243,7 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
             "personas": [s.id for s in seeds], "batch": batch, "config": {k: v for k, v in config.items() if not k.startswith("_")},
             "scale_overrides": config.get("_scale", {}),
         })
-    return Session(options=options, seeds=seeds, configs=configs, llm=llm, cache=cache)
+    return Session(options=options, seeds=seeds, configs=configs, llm=llm, cache=cache, console=log or console)
 
 
 async def run_persona(session: Session, seed: PersonaSeed, names: list[str], progress: RunProgress | None,
@@ -258,8 +259,8 @@ async def run_persona(session: Session, seed: PersonaSeed, names: list[str], pro
             if status == "fresh":
                 continue
         m = await run_stage(stage, seed, session.options, session.llm, config, progress,
-                            warn=lambda msg: console.print(f"[yellow]{msg}[/]"))
-        console.print(
+                            warn=lambda msg: session.console.print(f"[yellow]{msg}[/]"))
+        session.console.print(
             f"{seed.id}/{name}: {sum(m.records.values())} records · calls {m.provider_calls} (cached {m.cache_hits}, "
             f"repairs {m.repairs}, retries {m.retries}) · tokens {m.input_tokens + m.output_tokens:,} · "
             f"${m.cost_usd:.4f} · {m.wall_s:.1f}s", highlight=False)
