@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.models import Persona, Relation, mint_id
 from synth.personas import PersonaSeed
-from synth.stage import Stage, StageContext
+from synth.stage import Records, Stage, StageContext
 from synth.stages.common import unique_labels
 
 
@@ -38,21 +38,26 @@ def persona_answer(min_relations: int) -> type[BaseModel]:
     )
 
 
-def timeline(seed: PersonaSeed, config: dict) -> tuple[dt.date, dt.date]:
+def timeline(seed: PersonaSeed, timeline_days: int) -> tuple[dt.date, dt.date]:
     """The persona's timeline, both ends inclusive; `timeline_days` > 0 overrides the seed's length."""
-    days = int(config["timeline_days"])
-    if days > 0:
-        return seed.start, seed.start + dt.timedelta(days=days - 1)
+    if timeline_days > 0:
+        return seed.start, seed.start + dt.timedelta(days=timeline_days - 1)
     return seed.start, seed.end
 
 
-def build_persona(seed: PersonaSeed, config: dict, answer: BaseModel) -> Persona:
-    start, end = timeline(seed, config)
+def persona_variables(seed: PersonaSeed, start: dt.date, end: dt.date, min_relations: int) -> dict:
+    """What persona_enrich.j2 is rendered with."""
+    return {"big_five": seed.big_five.model_dump(), "note": seed.note, "start": start.isoformat(),
+            "end": end.isoformat(), "min_relations": min_relations}
+
+
+def build_persona(seed: PersonaSeed, start: dt.date, end: dt.date, answer: BaseModel) -> Persona:
+    """The seed and the model's enrichment as one profile; relation names made unique, relation ids minted."""
     names = unique_labels([r.name for r in answer.relations])
     relations = [
         Relation(id=mint_id(seed.id, "relation", i), name=name, relation=r.relation.strip(),
                  description=r.description.strip())
-        for i, (name, r) in enumerate(zip(names, answer.relations))
+        for i, (name, r) in enumerate(zip(names, answer.relations, strict=True))
     ]
     return Persona(
         id=seed.id, persona_id=seed.id, language=seed.language, big_five=seed.big_five,
@@ -63,18 +68,27 @@ def build_persona(seed: PersonaSeed, config: dict, answer: BaseModel) -> Persona
     )
 
 
+class PersonaRun:
+    """One run of the stage: the seed's timeline and the relations minimum, and its single unit."""
+
+    def __init__(self, ctx: StageContext):
+        self.ctx = ctx
+        self.seed = ctx.seed
+        self.min_relations = ctx.section.min_relations
+        self.start, self.end = timeline(ctx.seed, ctx.settings.timeline_days)
+
+    async def enrich(self) -> Records:
+        answer = await self.ctx.ask("persona", "persona_enrich.j2",
+                                    persona_variables(self.seed, self.start, self.end, self.min_relations),
+                                    persona_answer(self.min_relations))
+        return {"persona.jsonl": [build_persona(self.seed, self.start, self.end, answer)]}
+
+    async def run(self) -> None:
+        await self.ctx.units([(f"persona/{self.seed.id}", self.enrich)])
+
+
 async def run(ctx: StageContext) -> None:
-    min_relations = ctx.section.min_relations
-    start, end = timeline(ctx.seed, ctx.config)
-
-    async def enrich() -> dict[str, list]:
-        answer = await ctx.ask("persona", "persona_enrich.j2", {
-            "big_five": ctx.seed.big_five.model_dump(), "note": ctx.seed.note, "start": start.isoformat(),
-            "end": end.isoformat(), "min_relations": min_relations,
-        }, persona_answer(min_relations))
-        return {"persona.jsonl": [build_persona(ctx.seed, ctx.config, answer)]}
-
-    await ctx.units([(f"persona/{ctx.seed.id}", enrich)])
+    await PersonaRun(ctx).run()
 
 
 STAGE = Stage(
