@@ -9,14 +9,20 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.models import DIMENSIONS, AnchorState, ArcState, EventSeed, LifeArc, MajorEvent, Persona, mint_id
-from synth.stage import Stage, StageContext
-from synth.stages.common import answer_tokens, arc_views
-from synth.settings import ArcsSettings
+from synth.models import (
+    DIMENSIONS,
+    AnchorState,
+    ArcState,
+    EventSeed,
+    LifeArc,
+    MajorEvent,
+    Persona,
+    mint_id,
+)
 from synth.seedpool import SeedConcept, load_seed_pool, seeds_for_age
-
-
-# ------------------------------------------------------------------------------------------ shared views
+from synth.settings import ArcsSettings
+from synth.stage import Records, Stage, StageContext
+from synth.stages.common import answer_tokens, arc_views
 
 # ------------------------------------------------------------------------------------------ (a) seed pool
 
@@ -150,65 +156,104 @@ def build_major_events(persona: Persona, seeds: list[EventSeed], arcs: list[Life
     states = aligned([list(d.arc_states) for d in drafts], arcs)
     seed_ids = {s.name: s.id for s in seeds}
     events = []
-    for i, (draft, (start, end), row) in enumerate(zip(drafts, spans, states)):
+    for i, (draft, (start, end), row) in enumerate(zip(drafts, spans, states, strict=True)):
         events.append(MajorEvent(
             id=mint_id(persona.id, "major_event", i), persona_id=persona.id, index=i, title=draft.title.strip(),
             description=draft.description.strip(), start=persona.start + dt.timedelta(days=start),
             end=persona.start + dt.timedelta(days=end), seed_id=seed_ids.get(draft.seed),
-            arc_states=[ArcState(arc_id=arc.id, anchor_index=k) for arc, k in zip(arcs, row)],
+            arc_states=[ArcState(arc_id=arc.id, anchor_index=k) for arc, k in zip(arcs, row, strict=True)],
         ))
     return events
 
 
 # ------------------------------------------------------------------------------------------ the stage
 
-def _records(done: dict | None, name: str, model):
-    return [model.model_validate(r) for r in (done or {}).get(name, [])]
+SEEDS_KEY, PLAN_KEY, MAJOR_KEY = "arcs/seeds", "arcs/plan", "arcs/major_events"
+
+
+def timeline_days(persona: Persona) -> int:
+    return (persona.end - persona.start).days + 1
+
+
+def kept_seed_limit(pool: list[SeedConcept], section: ArcsSettings) -> int:
+    """How many pool seeds the model may keep: the configured cap, at most the pool, at least one."""
+    return max(1, min(len(pool), section.max_kept_seeds))
+
+
+def seed_pool_variables(persona: Persona, pool: list[SeedConcept], language: str, keep_max: int,
+                        added: int) -> dict:
+    """What arcs_seeds.j2 is rendered with: the age-filtered pool in the persona's language."""
+    return {"persona": persona.model_dump(mode="json"),
+            "pool": [{"name": s.name, "title": s.title_in(language), "description": s.description_in(language)}
+                     for s in pool],
+            "keep_max": keep_max, "added": added}
+
+
+def arc_plan_variables(persona: Persona, seeds: list[EventSeed], per_dimension: int, states: int) -> dict:
+    """What arcs_plan.j2 is rendered with."""
+    return {"persona": persona.model_dump(mode="json"), "seeds": [s.model_dump(mode="json") for s in seeds],
+            "per_dimension": per_dimension, "states": states}
+
+
+def major_event_variables(persona: Persona, seeds: list[EventSeed], arcs: list[LifeArc], count: int) -> dict:
+    """What arcs_major_events.j2 is rendered with."""
+    return {"persona": persona.model_dump(mode="json"), "seeds": [s.model_dump(mode="json") for s in seeds],
+            "arcs": arc_views(arcs), "count": count, "days": timeline_days(persona)}
+
+
+class ArcsRun:
+    """One run of the stage: the persona, its seed pool and the arcs settings, shared by a chain of three units
+    (seeds, then arcs over the seeds, then major events over both)."""
+
+    def __init__(self, ctx: StageContext):
+        self.ctx = ctx
+        self.persona = ctx.persona
+        self.section: ArcsSettings = ctx.section
+        self.pool = seeds_for_age(load_seed_pool(), self.persona.age)
+        self.per_dimension = self.section.arcs_per_dimension
+        self.states = max(2, self.section.anchor_states)
+
+    def seeds(self) -> list[EventSeed]:
+        return self.ctx.done_records(SEEDS_KEY, "seeds.jsonl", EventSeed) or []
+
+    def arcs(self) -> list[LifeArc]:
+        return self.ctx.done_records(PLAN_KEY, "arcs.jsonl", LifeArc) or []
+
+    async def seed_pool(self) -> Records:
+        keep_max = kept_seed_limit(self.pool, self.section)
+        added = self.section.added_seeds
+        model = seed_answer(tuple(s.name for s in self.pool), min(3, keep_max), keep_max, added)
+        variables = seed_pool_variables(self.persona, self.pool, self.ctx.language, keep_max, added)
+        answer = await self.ctx.ask("arcs", "arcs_seeds.j2", variables, model)
+        return {"seeds.jsonl": build_seeds(self.persona, self.pool, answer)}
+
+    async def plan_arcs(self) -> Records:
+        seeds = self.seeds()
+        model = arc_answer(tuple(s.name for s in seeds), self.per_dimension, self.states)
+        variables = arc_plan_variables(self.persona, seeds, self.per_dimension, self.states)
+        estimate = 3 * self.per_dimension * (150 + 120 * self.states)
+        answer = await self.ctx.ask("arcs", "arcs_plan.j2", variables, model,
+                                    max_tokens=answer_tokens(self.ctx, estimate))
+        return {"arcs.jsonl": build_arcs(self.persona, seeds, answer)}
+
+    async def place_major_events(self) -> Records:
+        seeds, arcs = self.seeds(), self.arcs()
+        days = timeline_days(self.persona)
+        count = major_event_count(self.section, days)
+        fewest = min(len(a.anchor_states) for a in arcs)
+        model = major_answer(tuple(s.name for s in seeds), days, len(arcs), fewest, count)
+        variables = major_event_variables(self.persona, seeds, arcs, count)
+        answer = await self.ctx.ask("arcs", "arcs_major_events.j2", variables, model,
+                                    max_tokens=answer_tokens(self.ctx, count * (160 + 8 * len(arcs))))
+        return {"major_events.jsonl": build_major_events(self.persona, seeds, arcs, answer)}
+
+    async def run(self) -> None:
+        await self.ctx.units([(SEEDS_KEY, self.seed_pool), (PLAN_KEY, self.plan_arcs),
+                              (MAJOR_KEY, self.place_major_events)], sequential=True)
 
 
 async def run(ctx: StageContext) -> None:
-    persona: Persona = ctx.read("persona.jsonl")[0]
-    section = ctx.section
-    base = {"persona": persona.model_dump(mode="json")}
-    pool = seeds_for_age(load_seed_pool(), persona.age)
-    per_dimension = section.arcs_per_dimension
-    states = max(2, section.anchor_states)
-    days = (persona.end - persona.start).days + 1
-    keys = ("arcs/seeds", "arcs/plan", "arcs/major_events")
-
-    async def seed_pool() -> dict[str, list]:
-        names = tuple(s.name for s in pool)
-        keep_max = max(1, min(len(names), section.max_kept_seeds))
-        model = seed_answer(names, min(3, keep_max), keep_max, section.added_seeds)
-        answer = await ctx.ask("arcs", "arcs_seeds.j2", {
-            **base, "pool": [{"name": s.name, "title": s.title_in(ctx.language),
-                              "description": s.description_in(ctx.language)} for s in pool],
-            "keep_max": keep_max, "added": section.added_seeds,
-        }, model)
-        return {"seeds.jsonl": build_seeds(persona, pool, answer)}
-
-    async def plan_arcs() -> dict[str, list]:
-        seeds = _records(ctx.done(keys[0]), "seeds.jsonl", EventSeed)
-        model = arc_answer(tuple(s.name for s in seeds), per_dimension, states)
-        answer = await ctx.ask("arcs", "arcs_plan.j2", {
-            **base, "seeds": [s.model_dump(mode="json") for s in seeds], "per_dimension": per_dimension,
-            "states": states,
-        }, model, max_tokens=answer_tokens(ctx, 3 * per_dimension * (150 + 120 * states)))
-        return {"arcs.jsonl": build_arcs(persona, seeds, answer)}
-
-    async def place_major_events() -> dict[str, list]:
-        seeds = _records(ctx.done(keys[0]), "seeds.jsonl", EventSeed)
-        arcs = _records(ctx.done(keys[1]), "arcs.jsonl", LifeArc)
-        count = major_event_count(section, days)
-        fewest = min(len(a.anchor_states) for a in arcs)
-        model = major_answer(tuple(s.name for s in seeds), days, len(arcs), fewest, count)
-        answer = await ctx.ask("arcs", "arcs_major_events.j2", {
-            **base, "seeds": [s.model_dump(mode="json") for s in seeds], "arcs": arc_views(arcs),
-            "count": count, "days": days,
-        }, model, max_tokens=answer_tokens(ctx, count * (160 + 8 * len(arcs))))
-        return {"major_events.jsonl": build_major_events(persona, seeds, arcs, answer)}
-
-    await ctx.units(list(zip(keys, (seed_pool, plan_arcs, place_major_events))), sequential=True)
+    await ArcsRun(ctx).run()
 
 
 STAGE = Stage(
