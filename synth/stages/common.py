@@ -31,6 +31,11 @@ def arc_views(arcs: list[LifeArc]) -> list[dict]:
     return [{**a.model_dump(mode="json"), "label": label} for a, label in zip(arcs, labels)]
 
 
+def persona_and_arcs(persona: Persona, arcs: list[LifeArc]) -> dict:
+    """The template variables most prompts open with: the persona, and its arcs with their labels."""
+    return {"persona": persona.model_dump(mode="json"), "arcs": arc_views(arcs)}
+
+
 def arc_label_ids(arcs: list[LifeArc]) -> dict[str, str]:
     return {view["label"]: view["id"] for view in arc_views(arcs)}
 

@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import datetime as dt
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import lru_cache, partial
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.models import EvidenceKind, Event, Evidence, LifeArc, MajorEvent, Persona, Phase, mint_id
-from synth.stage import Stage, StageContext
-from synth.stages.common import answer_tokens, arc_label_ids, arc_views, event_view, relation_labels
+from synth.models import (
+    Event,
+    Evidence,
+    EvidenceKind,
+    LifeArc,
+    MajorEvent,
+    Persona,
+    Phase,
+    mint_id,
+)
+from synth.settings import EventsSettings
+from synth.stage import Records, Stage, StageContext
+from synth.stages.common import (
+    answer_tokens,
+    arc_label_ids,
+    event_view,
+    persona_and_arcs,
+    relation_labels,
+)
 
 
 @lru_cache(maxsize=None)
@@ -59,33 +76,63 @@ def build_events(persona: Persona, phase: Phase, people: dict[str, str], arcs: d
     return {"events.jsonl": events, "evidence.jsonl": evidence}
 
 
-async def run(ctx: StageContext) -> None:
-    persona: Persona = ctx.read("persona.jsonl")[0]
-    arcs: list[LifeArc] = ctx.read("arcs.jsonl")
-    majors: dict[str, MajorEvent] = {e.id: e for e in ctx.read("major_events.jsonl")}
-    phases: list[Phase] = ctx.read("phases.jsonl")
-    section = ctx.section
-    count = section.events_per_phase
+@dataclass(frozen=True)
+class EventQuota:
+    """How many detailed events a phase gets, and how many evidence items each event carries."""
+
+    count: int
+    min_evidence: int
+    max_evidence: int
+
+
+def event_quota(section: EventsSettings) -> EventQuota:
+    """The configured counts, repaired so at least one evidence item is asked for and the range is not empty."""
     low = max(1, section.min_evidence)
-    high = max(low, section.max_evidence)
-    people = relation_labels(persona)
-    arc_ids = arc_label_ids(arcs)
-    base = {"persona": persona.model_dump(mode="json"), "arcs": arc_views(arcs)}
+    return EventQuota(section.events_per_phase, low, max(low, section.max_evidence))
 
-    def unit(phase: Phase):
-        async def generate() -> dict[str, list]:
-            days = (phase.end - phase.start).days + 1
-            model = events_answer(days, tuple(people), tuple(arc_ids), count, low, high)
-            answer = await ctx.ask("events", "events_generate.j2", {
-                **base, "event": event_view(majors[phase.major_event_id], arcs),
-                "phase": phase.model_dump(mode="json"), "days": days, "count": count,
-                "min_evidence": low, "max_evidence": high, "people": list(people),
-            }, model, max_tokens=answer_tokens(ctx, count * (220 + high * 90)))
-            return build_events(persona, phase, people, arc_ids, answer)
 
-        return generate
+def phase_days(phase: Phase) -> int:
+    return (phase.end - phase.start).days + 1
 
-    await ctx.units([(phase.id, unit(phase)) for phase in phases])
+
+def events_variables(persona: Persona, arcs: list[LifeArc], major: MajorEvent, phase: Phase, quota: EventQuota,
+                     people: list[str]) -> dict:
+    """What events_generate.j2 is rendered with: the phase inside its major event, and who may take part."""
+    return {**persona_and_arcs(persona, arcs), "event": event_view(major, arcs),
+            "phase": phase.model_dump(mode="json"), "days": phase_days(phase), "count": quota.count,
+            "min_evidence": quota.min_evidence, "max_evidence": quota.max_evidence, "people": people}
+
+
+class EventsRun:
+    """One run of the stage: the persona, its arcs and major events, the participant and arc labels the answers
+    name, shared by one concurrent unit per phase."""
+
+    def __init__(self, ctx: StageContext):
+        self.ctx = ctx
+        self.persona = ctx.persona
+        self.arcs = ctx.arcs
+        self.majors = {e.id: e for e in ctx.major_events}
+        self.quota = event_quota(ctx.section)
+        self.people = relation_labels(self.persona)
+        self.arc_ids = arc_label_ids(self.arcs)
+
+    async def generate(self, phase: Phase) -> Records:
+        quota = self.quota
+        model = events_answer(phase_days(phase), tuple(self.people), tuple(self.arc_ids), quota.count,
+                              quota.min_evidence, quota.max_evidence)
+        variables = events_variables(self.persona, self.arcs, self.majors[phase.major_event_id], phase, quota,
+                                     list(self.people))
+        estimate = quota.count * (220 + quota.max_evidence * 90)
+        answer = await self.ctx.ask("events", "events_generate.j2", variables, model,
+                                    max_tokens=answer_tokens(self.ctx, estimate))
+        return build_events(self.persona, phase, self.people, self.arc_ids, answer)
+
+    async def run(self) -> None:
+        await self.ctx.units([(phase.id, partial(self.generate, phase)) for phase in self.ctx.phases])
+
+
+async def run(ctx: StageContext) -> None:
+    await EventsRun(ctx).run()
 
 
 STAGE = Stage(
