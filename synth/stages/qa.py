@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import datetime as dt
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
 from synth.models import QA, EvidenceRef, LifeArc, Persona, Trace, mint_id
-from synth.stage import Stage, StageContext
-from synth.stages.common import trace_excerpts
 from synth.settings import QASettings
-from synth.windows import MIN_DAYS, MIN_EVIDENCE, Segment, SegmentEvidence, candidates, observable_evidence, \
-    trajectory_segments
+from synth.stage import Records, Stage, StageContext
+from synth.stages.common import trace_excerpts
+from synth.windows import (
+    MIN_DAYS,
+    MIN_EVIDENCE,
+    Segment,
+    SegmentEvidence,
+    candidates,
+    observable_evidence,
+    trajectory_segments,
+)
 
 HOURS = (7, 22)  # a friend asks between breakfast and bedtime
 
@@ -60,7 +67,7 @@ def _entries(segment: Segment, chosen: list[int] | None, traces: dict[str, Trace
 
 def visible_traces(item: SegmentEvidence, segment: Segment) -> list[str]:
     """The traces carrying `item` that exist by the segment's window end (at least the first one)."""
-    kept = [t for t, when in zip(item.trace_ids, item.trace_times) if when.date() <= segment.window.end]
+    kept = [t for t, when in zip(item.trace_ids, item.trace_times, strict=True) if when.date() <= segment.window.end]
     return kept or list(item.trace_ids[:1])
 
 
@@ -89,108 +96,163 @@ def max_day_offset(base: dt.datetime, persona: Persona, section: QASettings) -> 
     return max(0, min(section.max_question_delay_days, (last - base.date()).days))
 
 
+class Plan(BaseModel):
+    """A plan unit's record (journaled, not written out): what the write step of (type, segment) follows.
+    `gate` says why it is not feasible ('' when it is)."""
+
+    question_type: str
+    segment: str
+    feasible: bool
+    gate: str
+    evidence: list[int]
+    temporal_scope: str
+    outline: str
+    absent_topic: str
+
+
+# ------------------------------------------------------------------- per task: prompt variables in, record out
+
+def segment_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str) -> dict:
+    """What both prompts of (type, segment) show; `common` holds the persona and its arcs."""
+    return {**common, "arc": arc, "question_type": question_type,
+            "window_start": segment.window.start.isoformat(), "window_end": segment.window.end.isoformat()}
+
+
+def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str,
+                   traces: dict[str, Trace]) -> dict:
+    return {**segment_variables(common, arc, segment, question_type), "evidence": _entries(segment, None, traces)}
+
+
+def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen: list[int]) -> str:
+    """Why a plan answer cannot be written ('' when it can): the model's verdict first, then the gates."""
+    if not answer.feasible:
+        return "the model judged it infeasible"
+    if question_type == "unanswerable" and not answer.absent_topic.strip():
+        return "no absent topic"
+    return gate(question_type, segment, chosen)
+
+
+def build_plan(answer: BaseModel, question_type: str, segment: Segment) -> Plan:
+    chosen = sorted(set(answer.evidence))
+    reason = plan_reason(answer, question_type, segment, chosen)
+    return Plan(question_type=question_type, segment=segment.key, feasible=not reason, gate=reason,
+                evidence=chosen, temporal_scope=answer.temporal_scope, outline=answer.outline,
+                absent_topic=answer.absent_topic)
+
+
+def choose_plans(picks: list[tuple[str, Segment]], plans: dict[str, Plan], target: int) -> list[tuple[Plan, Segment]]:
+    """The first `target` feasible plans of each type, in candidate order (deterministic); `plans` maps a
+    plan_key to its plan (a pick whose plan unit did not finish is missing)."""
+    chosen: list[tuple[Plan, Segment]] = []
+    taken: dict[str, int] = {}
+    for question_type, segment in picks:
+        plan = plans.get(plan_key(question_type, segment))
+        if plan is None or not plan.feasible or taken.get(question_type, 0) >= target:
+            continue
+        taken[question_type] = taken.get(question_type, 0) + 1
+        chosen.append((plan, segment))
+    return chosen
+
+
+def needed_traces(segment: Segment, chosen: list[int]) -> dict[str, list[str]]:
+    """Evidence id → the traces of it a question may need: those visible by the window end."""
+    return {e.evidence_id: visible_traces(e, segment) for e in (segment.evidence[i - 1] for i in chosen)}
+
+
+def trace_ids_of(needed: dict[str, list[str]]) -> list[str]:
+    return [t for ids in needed.values() for t in ids]
+
+
+def question_base(question_type: str, segment: Segment, needed: dict[str, list[str]],
+                  traces: dict[str, Trace]) -> dt.datetime:
+    """The time a question is asked after: the newest trace it needs; an unanswerable one, which needs none,
+    is asked after the related background it lacks (the segment's newest evidence)."""
+    if question_type == "unanswerable":
+        return max(e.time for e in segment.evidence)
+    return max(traces[t].time for t in trace_ids_of(needed))
+
+
+def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, needed: dict[str, list[str]],
+                    base: dt.datetime, traces: dict[str, Trace], section: QASettings) -> dict:
+    return {
+        **segment_variables(common, arc, segment, plan.question_type),
+        "evidence": _entries(segment, plan.evidence, traces),
+        "traces": trace_excerpts(trace_ids_of(needed), traces, section),
+        "temporal_scope": plan.temporal_scope, "outline": plan.outline, "absent_topic": plan.absent_topic,
+        "base_date": base.date().isoformat(), "base_time": base.isoformat(timespec="minutes"),
+    }
+
+
+def build_qa(answer: BaseModel, plan: Plan, segment: Segment, arc: LifeArc, persona_id: str, base: dt.datetime,
+             needed: dict[str, list[str]]) -> QA:
+    """The item written from a write answer; an unanswerable one carries no evidence and no traces."""
+    unanswerable = plan.question_type == "unanswerable"
+    refs = [] if unanswerable else [
+        EvidenceRef(statement=e.statement, evidence_id=e.evidence_id, digital_trace_ids=needed[e.evidence_id])
+        for e in (segment.evidence[i - 1] for i in plan.evidence)
+    ]
+    return QA(
+        id=mint_id(persona_id, "qa", plan.question_type, segment.key), persona_id=persona_id,
+        question_type=plan.question_type, dimension=arc.dimension, arc_id=arc.id,
+        question_time=question_time(base, answer.day_offset, answer.hour),
+        question=answer.question.strip(), answer=answer.answer.strip(), evidence=refs,
+        digital_trace_ids=[] if unanswerable else list(dict.fromkeys(trace_ids_of(needed))),
+        window_end=segment.window.end, temporal_scope=plan.temporal_scope, outline=plan.outline,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ stage
+
 class Planner:
-    """Everything the plan and write units of one persona share."""
+    """Everything the plan and write units of one persona share; its `plan` and `write` are the units."""
 
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
-        self.persona: Persona = ctx.read("persona.jsonl")[0]
-        self.arcs: list[LifeArc] = ctx.read("arcs.jsonl")
-        self.arc_by_id = {a.id: a for a in self.arcs}
-        self.traces: dict[str, Trace] = {t.id: t for t in ctx.read("traces.jsonl")}
-        section = ctx.section
-        items = observable_evidence(ctx.read("evidence.jsonl"), self.traces.values())
+        self.section: QASettings = ctx.section
+        self.persona = ctx.persona
+        self.arc_by_id = {a.id: a for a in ctx.arcs}
+        self.traces = ctx.traces_by_id
+        items = observable_evidence(ctx.evidence, self.traces.values())
         self.segments = trajectory_segments(
-            items, [a.id for a in self.arcs], self.persona.start, self.persona.end,
-            section.window_days, section.stride_days,
-            section.max_segment_evidence,
+            items, [a.id for a in ctx.arcs], self.persona.start, self.persona.end,
+            self.section.window_days, self.section.stride_days,
+            self.section.max_segment_evidence,
         )
-        self.common = {"persona": self.persona, "arcs": self.arcs}
+        self.common = {"persona": self.persona, "arcs": ctx.arcs}
 
-    def variables(self, segment: Segment, question_type: str) -> dict:
-        return {**self.common, "arc": self.arc_by_id[segment.arc_id], "question_type": question_type,
-                "window_start": segment.window.start.isoformat(), "window_end": segment.window.end.isoformat()}
-
-    async def plan(self, question_type: str, segment: Segment) -> dict:
-        variables = {**self.variables(segment, question_type), "evidence": _entries(segment, None, self.traces)}
+    async def plan(self, question_type: str, segment: Segment) -> Records:
+        variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces)
         answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence)))
-        chosen = sorted(set(answer.evidence))
-        reason = "" if answer.feasible else "the model judged it infeasible"
-        if not reason and question_type == "unanswerable" and not answer.absent_topic.strip():
-            reason = "no absent topic"
-        reason = reason or gate(question_type, segment, chosen)
-        return {"question_type": question_type, "segment": segment.key, "feasible": not reason, "gate": reason,
-                "evidence": chosen, "temporal_scope": answer.temporal_scope, "outline": answer.outline,
-                "absent_topic": answer.absent_topic}
+        return {"plans": [build_plan(answer, question_type, segment)]}
 
-    async def write(self, plan: dict, segment: Segment) -> QA:
-        question_type = plan["question_type"]
-        unanswerable = question_type == "unanswerable"
-        chosen = plan["evidence"]
-        picked = [segment.evidence[i - 1] for i in chosen]
-        needed = {e.evidence_id: visible_traces(e, segment) for e in picked}
-        trace_ids = [t for ids in needed.values() for t in ids]
-        if unanswerable:
-            base = max(e.time for e in segment.evidence)  # asked after the related background, which it lacks
-        else:
-            base = max(self.traces[t].time for t in trace_ids)
-        max_day = max_day_offset(base, self.persona, self.ctx.section)
-        variables = {
-            **self.variables(segment, question_type), "evidence": _entries(segment, chosen, self.traces),
-            "traces": trace_excerpts(trace_ids, self.traces, self.ctx.section),
-            "temporal_scope": plan["temporal_scope"], "outline": plan["outline"], "absent_topic": plan["absent_topic"],
-            "base_date": base.date().isoformat(), "base_time": base.isoformat(timespec="minutes"),
-        }
-        answer = await self.ctx.ask("qa_write", "qa_write.j2", variables, write_model(max_day))
+    async def write(self, plan: Plan, segment: Segment) -> Records:
         arc = self.arc_by_id[segment.arc_id]
-        refs = [] if unanswerable else [
-            EvidenceRef(statement=e.statement, evidence_id=e.evidence_id, digital_trace_ids=needed[e.evidence_id])
-            for e in picked
-        ]
-        return QA(
-            id=mint_id(self.persona.id, "qa", question_type, segment.key), persona_id=self.persona.id,
-            question_type=question_type, dimension=arc.dimension, arc_id=arc.id,
-            question_time=question_time(base, answer.day_offset, answer.hour),
-            question=answer.question.strip(), answer=answer.answer.strip(), evidence=refs,
-            digital_trace_ids=[] if unanswerable else list(dict.fromkeys(trace_ids)),
-            window_end=segment.window.end, temporal_scope=plan["temporal_scope"], outline=plan["outline"],
-        )
+        needed = needed_traces(segment, plan.evidence)
+        base = question_base(plan.question_type, segment, needed, self.traces)
+        variables = write_variables(self.common, arc, segment, plan, needed, base, self.traces, self.section)
+        answer = await self.ctx.ask("qa_write", "qa_write.j2", variables,
+                                    write_model(max_day_offset(base, self.persona, self.section)))
+        return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, base, needed)]}
 
 
 def plan_key(question_type: str, segment: Segment) -> str:
     return f"plan/{question_type}/{segment.key}"
 
 
+def write_key(plan: Plan, segment: Segment) -> str:
+    return f"write/{plan.question_type}/{segment.key}"
+
+
 async def run(ctx: StageContext) -> dict[str, list]:
     planner = Planner(ctx)
     types = [t for t in ctx.section.types if t in MIN_EVIDENCE]
     picks = candidates(planner.segments, types, ctx.section.plans_per_type)
-
-    def plan_unit(question_type: str, segment: Segment):
-        async def work():
-            return {"plans": [await planner.plan(question_type, segment)]}
-        return work
-
-    await ctx.units([(plan_key(t, s), plan_unit(t, s)) for t, s in picks])
-    # Keep the first `target_per_type` feasible plans of each type, in candidate order (deterministic).
-    target = ctx.section.target_per_type
-    chosen: list[tuple[dict, Segment]] = []
-    taken: dict[str, int] = {}
-    for question_type, segment in picks:
-        done = ctx.done(plan_key(question_type, segment))
-        if not done or not done["plans"][0]["feasible"] or taken.get(question_type, 0) >= target:
-            continue
-        taken[question_type] = taken.get(question_type, 0) + 1
-        chosen.append((done["plans"][0], segment))
-
-    def write_unit(plan: dict, segment: Segment):
-        async def work():
-            return {"qa.jsonl": [await planner.write(plan, segment)]}
-        return work
-
-    keys = [f"write/{p['question_type']}/{s.key}" for p, s in chosen]
-    await ctx.units([(k, write_unit(p, s)) for k, (p, s) in zip(keys, chosen)])
-    return {"qa.jsonl": [r for k in keys if (d := ctx.done(k)) for r in d["qa.jsonl"]]}
+    await ctx.units([(plan_key(t, s), partial(planner.plan, t, s)) for t, s in picks])
+    plans = {plan_key(t, s): found[0] for t, s in picks
+             if (found := ctx.done_records(plan_key(t, s), "plans", Plan))}
+    chosen = choose_plans(picks, plans, ctx.section.target_per_type)
+    await ctx.units([(write_key(p, s), partial(planner.write, p, s)) for p, s in chosen])
+    return {"qa.jsonl": [qa for p, s in chosen for qa in ctx.done_records(write_key(p, s), "qa.jsonl", QA) or []]}
 
 
 STAGE = Stage(
