@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import random
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from synth import rules
 from synth.llm.cache import content_hash
-from synth.models import CANNOT_DETERMINE, CHOICE_IDS, MCQ, QA, Choice, LifeArc, Persona, RefinementRound, Trace
-from synth.stage import Stage, StageContext
+from synth.models import (
+    CANNOT_DETERMINE,
+    CHOICE_IDS,
+    MCQ,
+    QA,
+    Choice,
+    LifeArc,
+    Persona,
+    RefinementRound,
+    Trace,
+)
+from synth.settings import DistractorsSettings
+from synth.stage import Records, Stage, StageContext
 from synth.stages.common import trace_excerpts
 
 
@@ -40,7 +52,7 @@ def balanced_positions(qa_ids: list[str]) -> dict[str, int]:
         block = order[start : start + 4]
         slots = [0, 1, 2, 3]
         random.Random(content_hash(["positions", block])).shuffle(slots)
-        positions.update(zip(block, slots))
+        positions.update(zip(block, slots, strict=False))  # the last block may be short
     return positions
 
 
@@ -60,7 +72,7 @@ def arrange(qa: QA, distractors: list[str], language: str, position: int) -> tup
         texts.insert(position, qa.answer)
         correct = CHOICE_IDS[position]
     texts.append(CANNOT_DETERMINE[language])
-    return [Choice(id=cid, text=text) for cid, text in zip(CHOICE_IDS, texts)], correct
+    return [Choice(id=cid, text=text) for cid, text in zip(CHOICE_IDS, texts, strict=False)], correct
 
 
 def code_guard(qa: QA, distractors: list[str], language: str, length_ratio: float) -> str:
@@ -76,73 +88,95 @@ def code_guard(qa: QA, distractors: list[str], language: str, length_ratio: floa
     return ""
 
 
+# ------------------------------------------------------------------- per task: prompt variables in, record out
+
+def first_date(trace_ids: list[str], traces: dict[str, Trace]) -> str:
+    """The day the first of these traces appeared ('' when none is known)."""
+    times = [traces[t].time for t in trace_ids if t in traces]
+    return min(times).date().isoformat() if times else ""
+
+
+def write_variables(qa: QA, persona: Persona, arcs: list[LifeArc], traces: dict[str, Trace],
+                    section: DistractorsSettings, language: str, feedback: list[dict]) -> dict:
+    """The distractor writer's prompt: the item, its evidence and traces, and the validator's earlier objections."""
+    evidence = [{"date": first_date(e.digital_trace_ids, traces), "statement": e.statement} for e in qa.evidence]
+    return {
+        "persona": persona, "arcs": arcs, "question_type": qa.question_type, "dimension": qa.dimension,
+        "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
+        "answer": qa.answer, "unanswerable": qa.question_type == "unanswerable",
+        "cannot_determine": CANNOT_DETERMINE[language], "evidence": evidence,
+        "traces": trace_excerpts([t for t in qa.digital_trace_ids if t in traces], traces, section),
+        "target_chars": len(qa.answer), "feedback": feedback,
+    }
+
+
+def validate_variables(qa: QA, choices: list[Choice]) -> dict:
+    """The no-context validator sees the question, its time and the options: no traces, no evidence."""
+    return {"question": qa.question, "question_time": qa.question_time.isoformat(timespec="minutes"),
+            "choices": [c.model_dump() for c in choices]}
+
+
+def judged_round(number: int, judged: Verdict) -> RefinementRound:
+    return RefinementRound(round=number, too_easy=judged.too_easy, reason=judged.reason,
+                           validator_choice=judged.choice)
+
+
+def guarded_round(number: int, problem: str) -> RefinementRound:
+    """A round the code guard failed: too easy by rule, no validator asked."""
+    return RefinementRound(round=number, too_easy=True, reason=problem, validator_choice="")
+
+
+def build_mcq(qa: QA, choices: list[Choice], correct: str, history: list[RefinementRound]) -> MCQ:
+    return MCQ(**qa.model_dump(), choices=choices, correct_choice_id=correct, refinement=history)
+
+
+# ------------------------------------------------------------------------------------------------ stage
+
 class Refiner:
-    """Writes and validates the options of one persona's questions."""
+    """Writes and validates the options of one persona's questions; `refine` is the unit, one per question."""
 
-    def __init__(self, ctx: StageContext) -> None:
+    def __init__(self, ctx: StageContext, items: list[QA]) -> None:
         self.ctx = ctx
-        self.persona: Persona = ctx.read("persona.jsonl")[0]
-        self.arcs: list[LifeArc] = ctx.read("arcs.jsonl")
-        self.traces: dict[str, Trace] = {t.id: t for t in ctx.read("traces.jsonl")}
-        self.rounds = max(1, ctx.section.rounds)
-        self.length_ratio = ctx.section.length_ratio
+        self.persona = ctx.persona
+        self.arcs = ctx.arcs
+        self.traces = ctx.traces_by_id
+        self.section: DistractorsSettings = ctx.section
+        self.rounds = max(1, self.section.rounds)
+        self.positions = balanced_positions([qa.id for qa in items if qa.question_type != "unanswerable"])
 
-    def first_date(self, trace_ids: list[str]) -> str:
-        times = [self.traces[t].time for t in trace_ids if t in self.traces]
-        return min(times).date().isoformat() if times else ""
-
-    def write_variables(self, qa: QA, feedback: list[dict]) -> dict:
-        evidence = [{"date": self.first_date(e.digital_trace_ids), "statement": e.statement} for e in qa.evidence]
-        return {
-            "persona": self.persona, "arcs": self.arcs, "question_type": qa.question_type, "dimension": qa.dimension,
-            "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
-            "answer": qa.answer, "unanswerable": qa.question_type == "unanswerable",
-            "cannot_determine": CANNOT_DETERMINE[self.ctx.language], "evidence": evidence,
-            "traces": trace_excerpts([t for t in qa.digital_trace_ids if t in self.traces], self.traces,
-                                     self.ctx.section),
-            "target_chars": len(qa.answer), "feedback": feedback,
-        }
-
-    async def refine(self, qa: QA) -> MCQ:
+    async def refine(self, qa: QA) -> Records:
         history: list[RefinementRound] = []
         feedback: list[dict] = []
         choices, correct = [], "E"
         for number in range(1, self.rounds + 1):
-            written = await self.ctx.ask("distractors", "distractors_write.j2", self.write_variables(qa, feedback),
-                                         DistractorSet)
-            texts = [d.text.strip() for d in written.distractors]
-            choices, correct = arrange(qa, texts, self.ctx.language, self.positions.get(qa.id, 0))
-            problem = code_guard(qa, texts, self.ctx.language, self.length_ratio)
-            if problem:
-                verdict = RefinementRound(round=number, too_easy=True, reason=problem, validator_choice="")
-            else:
-                judged = await self.ctx.ask(
-                    "distractors_validate", "distractors_validate.j2",
-                    {"question": qa.question, "question_time": qa.question_time.isoformat(timespec="minutes"),
-                     "choices": [c.model_dump() for c in choices]},
-                    Verdict,
-                )
-                verdict = RefinementRound(round=number, too_easy=judged.too_easy, reason=judged.reason,
-                                          validator_choice=judged.choice)
+            choices, correct, verdict = await self.attempt(qa, number, feedback)
             history.append(verdict)
             if not verdict.too_easy:
                 break
             feedback.append({"round": number, "reason": verdict.reason})
         # Out of rounds: the last options stand; the filter's blind test and length check judge them again.
-        return MCQ(**qa.model_dump(), choices=choices, correct_choice_id=correct, refinement=history)
+        return {"mcq.jsonl": [build_mcq(qa, choices, correct, history)]}
+
+    async def attempt(self, qa: QA, number: int, feedback: list[dict]) -> tuple[list[Choice], str, RefinementRound]:
+        """One round: write four distractors, arrange the options, then the code guard or the validator judges."""
+        language = self.ctx.language
+        written = await self.ctx.ask("distractors", "distractors_write.j2",
+                                     write_variables(qa, self.persona, self.arcs, self.traces, self.section,
+                                                     language, feedback), DistractorSet)
+        texts = [d.text.strip() for d in written.distractors]
+        choices, correct = arrange(qa, texts, language, self.positions.get(qa.id, 0))
+        problem = code_guard(qa, texts, language, self.section.length_ratio)
+        if problem:
+            return choices, correct, guarded_round(number, problem)
+        judged = await self.ctx.ask("distractors_validate", "distractors_validate.j2",
+                                    validate_variables(qa, choices), Verdict)
+        return choices, correct, judged_round(number, judged)
 
 
 async def run(ctx: StageContext) -> None:
-    refiner = Refiner(ctx)
-    items = ctx.read("qa.jsonl")
-    refiner.positions = balanced_positions([qa.id for qa in items if qa.question_type != "unanswerable"])
-
-    def unit(qa: QA):
-        async def work():
-            return {"mcq.jsonl": [await refiner.refine(qa)]}
-        return work
-
-    await ctx.units([(qa.id, unit(qa)) for qa in items])
+    items: list[QA] = ctx.read("qa.jsonl")
+    refiner = Refiner(ctx, items)
+    await ctx.units([(qa.id, partial(refiner.refine, qa)) for qa in items])
 
 
 STAGE = Stage(
