@@ -12,7 +12,7 @@ from synth.llm.base import LLMRequest, ProviderResponse, Usage
 from synth.models import CANNOT_DETERMINE, MCQ, Choice, Evidence, EvidenceRef, FinalItem, Rejected, Trace, mint_id
 from synth.stages import filter as filter_stage
 from synth.stages.filter import (
-    blind_problem, duplicate_problem, format_problem, length_problem, similarity, temporal_problem,
+    Checked, blind_problem, duplicate_problem, format_problem, length_problem, similarity, temporal_problem,
 )
 
 ANSWER = "I stopped hiding in the car and told Xiaomei everything about work and Mom."
@@ -134,12 +134,14 @@ def test_near_duplicate_filter(parts):
 def test_blind_filter(parts):
     traces, evidence, _ = parts
     item = make_item(list(traces.values()), evidence[0], correct="B")
-    confident = {"blind_choice": "B", "blind_confidence": 0.9, "blind_reason": "longest"}
-    assert "without any context" in blind_problem(item, confident, 0.8, False)
-    assert blind_problem(item, {**confident, "blind_confidence": 0.5}, 0.8, False) == ""
-    assert blind_problem(item, {**confident, "blind_choice": "A"}, 0.8, False) == ""
+    confident = Checked(id=item.id, supported=True, support_reason="", blind_choice="B", blind_confidence=0.9,
+                        blind_reason="longest")
+    assert blind_problem(item, confident, 0.8, False) == (
+        "answered correctly without any context (B, confidence 0.90): longest")
+    assert blind_problem(item, confident.model_copy(update={"blind_confidence": 0.5}), 0.8, False) == ""
+    assert blind_problem(item, confident.model_copy(update={"blind_choice": "A"}), 0.8, False) == ""
     unanswerable = make_item(list(traces.values()), evidence[0], question_type="unanswerable")
-    e_pick = {**confident, "blind_choice": "E"}
+    e_pick = confident.model_copy(update={"blind_choice": "E"})
     assert blind_problem(unanswerable, e_pick, 0.8, False) == ""
     assert blind_problem(unanswerable, e_pick, 0.8, True) != ""
 

@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-
 import datetime as dt
 import difflib
 import json
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from synth.jsonl import write_json_atomic
 from synth import rules
+from synth.jsonl import write_json_atomic
 from synth.models import MCQ, Evidence, FilterVerdict, FinalItem, Rejected, Trace
-from synth.stage import Stage, StageContext
+from synth.settings import FilterSettings
+from synth.stage import Records, Stage, StageContext
 from synth.stages.common import trace_excerpts
-from synth.stats import answerable, bias_report, blind_accuracy, distractor_texts, option_text
+from synth.stats import (
+    answerable,
+    bias_report,
+    blind_accuracy,
+    distractor_texts,
+    option_text,
+)
 
 # The order in which filters are named; an item's rejection names the first that failed.
 FILTERS = ("format", "sufficiency", "blind", "length", "temporal", "duplicate", "human_review")
@@ -105,69 +113,99 @@ def duplicate_problem(item: MCQ, kept: list[MCQ], threshold: float) -> str:
 
 # --------------------------------------------------------------------------------------- model filters
 
+class Checked(BaseModel):
+    """A check unit's record (journaled, not written out): both model judgements of one item."""
+
+    id: str
+    supported: bool
+    support_reason: str
+    blind_choice: str
+    blind_confidence: float
+    blind_reason: str
+
+
+def first_seen(traces: Iterable[Trace]) -> dict[str, dt.datetime]:
+    """Evidence id → when the first trace carrying it appeared."""
+    seen: dict[str, dt.datetime] = {}
+    for trace in traces:
+        for evidence_id in trace.evidence_ids:
+            if evidence_id not in seen or trace.time < seen[evidence_id]:
+                seen[evidence_id] = trace.time
+    return seen
+
+
+def shown_evidence(item: MCQ, seen: dict[str, dt.datetime], evidence: list[Evidence], limit: int) -> list[dict]:
+    """The evidence the sufficiency judge reads: an answerable item's own; for an unanswerable one, the newest
+    `limit` statements the arc's traces had shown by the question time, to prove the topic is absent."""
+    if answerable(item):
+        return [{"date": seen[r.evidence_id].date().isoformat() if r.evidence_id in seen else "",
+                 "statement": r.statement} for r in item.evidence]
+    known = sorted(((seen[e.id], e) for e in evidence
+                    if item.arc_id in e.arc_ids and e.id in seen and seen[e.id] <= item.question_time),
+                   key=lambda pair: (pair[0], pair[1].id))
+    return [{"date": when.date().isoformat(), "statement": e.statement} for when, e in known[-limit:]]
+
+
+def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace], section: FilterSettings) -> dict:
+    return {
+        "question_type": item.question_type, "question": item.question, "answer": item.answer,
+        "unanswerable": not answerable(item), "evidence": shown,
+        "traces": trace_excerpts([t for t in item.digital_trace_ids if t in traces], traces,
+                                 section) if answerable(item) else [],
+    }
+
+
+def blind_variables(item: MCQ) -> dict:
+    """The blind test sees the question, its time and the options: no context at all."""
+    return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
+            "choices": [c.model_dump() for c in item.choices]}
+
+
+def build_checked(item_id: str, support: Sufficiency, blind: Blind) -> Checked:
+    return Checked(id=item_id, supported=support.supported, support_reason=support.reason,
+                   blind_choice=blind.choice, blind_confidence=blind.confidence, blind_reason=blind.reason)
+
+
 class Judge:
-    """The two model checks of one persona: evidence sufficiency and the no-context blind test."""
+    """The two model checks of one persona: evidence sufficiency and the no-context blind test; `check` is the
+    unit, one per well-formed item."""
 
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
-        self.traces: dict[str, Trace] = {t.id: t for t in ctx.read("traces.jsonl")}
-        self.evidence: list[Evidence] = ctx.read("evidence.jsonl")
-        self.first_seen = self._first_seen()
-
-    def _first_seen(self) -> dict[str, dt.datetime]:
-        seen: dict[str, dt.datetime] = {}
-        for trace in self.traces.values():
-            for evidence_id in trace.evidence_ids:
-                if evidence_id not in seen or trace.time < seen[evidence_id]:
-                    seen[evidence_id] = trace.time
-        return seen
-
-    def shown_evidence(self, item: MCQ) -> list[dict]:
-        if answerable(item):
-            return [{"date": self._date(r.evidence_id), "statement": r.statement} for r in item.evidence]
-        # Unanswerable: everything the arc's traces had shown by the question time, to prove the topic is absent.
-        limit = self.ctx.section.sufficiency_max_evidence
-        known = sorted(((self.first_seen[e.id], e) for e in self.evidence
-                        if item.arc_id in e.arc_ids and e.id in self.first_seen
-                        and self.first_seen[e.id] <= item.question_time), key=lambda pair: (pair[0], pair[1].id))
-        return [{"date": when.date().isoformat(), "statement": e.statement} for when, e in known[-limit:]]
-
-    def _date(self, evidence_id: str) -> str:
-        return self.first_seen[evidence_id].date().isoformat() if evidence_id in self.first_seen else ""
+        self.section: FilterSettings = ctx.section
+        self.traces = ctx.traces_by_id
+        self.evidence = ctx.evidence
+        self.first_seen = first_seen(self.traces.values())
 
     async def sufficiency(self, item: MCQ) -> Sufficiency:
-        variables = {
-            "question_type": item.question_type, "question": item.question, "answer": item.answer,
-            "unanswerable": not answerable(item), "evidence": self.shown_evidence(item),
-            "traces": trace_excerpts([t for t in item.digital_trace_ids if t in self.traces], self.traces,
-                                     self.ctx.section) if answerable(item) else [],
-        }
-        return await self.ctx.ask("filter_sufficiency", "filter_sufficiency.j2", variables, Sufficiency)
+        shown = shown_evidence(item, self.first_seen, self.evidence, self.section.sufficiency_max_evidence)
+        return await self.ctx.ask("filter_sufficiency", "filter_sufficiency.j2",
+                                  sufficiency_variables(item, shown, self.traces, self.section), Sufficiency)
 
     async def blind(self, item: MCQ) -> Blind:
-        variables = {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
-                     "choices": [c.model_dump() for c in item.choices]}
-        return await self.ctx.ask("filter_blind", "filter_blind.j2", variables, Blind)
+        return await self.ctx.ask("filter_blind", "filter_blind.j2", blind_variables(item), Blind)
 
-    async def check(self, item: MCQ) -> dict:
+    async def check(self, item: MCQ) -> Records:
         # Independent judgements: ask both at once (one level off the stage's critical path).
         support, blind = await asyncio.gather(self.sufficiency(item), self.blind(item))
-        return {"supported": support.supported, "support_reason": support.reason, "blind_choice": blind.choice,
-                "blind_confidence": blind.confidence, "blind_reason": blind.reason}
+        return {"checks": [build_checked(item.id, support, blind)]}
 
 
-def blind_problem(item: MCQ, checked: dict, threshold: float, unanswerable_too: bool) -> str:
+def support_problem(checked: Checked) -> str:
+    return "" if checked.supported else f"the evidence does not support the answer: {checked.support_reason}"
+
+
+def blind_problem(item: MCQ, checked: Checked, threshold: float, unanswerable_too: bool) -> str:
     if not answerable(item) and not unanswerable_too:
         return ""  # with no context, "cannot be determined" is the honest pick; the test says nothing here
-    if checked["blind_choice"] == item.correct_choice_id and checked["blind_confidence"] >= threshold:
-        return (f"answered correctly without any context ({checked['blind_choice']}, confidence "
-                f"{checked['blind_confidence']:.2f}): {checked['blind_reason']}")
+    if checked.blind_choice == item.correct_choice_id and checked.blind_confidence >= threshold:
+        return (f"answered correctly without any context ({checked.blind_choice}, confidence "
+                f"{checked.blind_confidence:.2f}): {checked.blind_reason}")
     return ""
 
 
-def human_verdicts(ctx: StageContext) -> dict[str, str]:
+def human_verdicts(path: Path) -> dict[str, str]:
     """Item id → reason, for items a reviewer rejected (a later verdict for the same id wins)."""
-    path = ctx.dir / REVIEW_FILE
     rejected: dict[str, str] = {}
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -182,21 +220,34 @@ def human_verdicts(ctx: StageContext) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------------------------ stage
 
-def decide(items: list[MCQ], checks: dict[str, dict], problems: Callable[[MCQ, dict], list[tuple[str, str]]],
+def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review_reason: str,
+                  traces: dict[str, Trace], section: FilterSettings) -> list[tuple[str, str]]:
+    """(filter, reason) for every filter but the near-duplicate one, in FILTERS order ('' passes). A malformed
+    item is judged by format alone (it had no model checks: `checked` is None)."""
+    if format_reason:
+        return [("format", format_reason)]
+    assert checked is not None, f"{item.id}: a well-formed item is decided only after its model checks"
+    return [
+        ("format", ""), ("sufficiency", support_problem(checked)),
+        ("blind", blind_problem(item, checked, section.blind_confidence, section.blind_unanswerable)),
+        ("length", length_problem(item, section.length_ratio)), ("temporal", temporal_problem(item, traces)),
+        ("human_review", review_reason),
+    ]
+
+
+def decide(items: list[MCQ], checks: dict[str, Checked], problems: dict[str, list[tuple[str, str]]],
            threshold: float) -> tuple[list[FinalItem], list[Rejected]]:
     """Apply every filter in order; near-duplicates are judged against the items kept so far (first one wins)."""
     final: list[FinalItem] = []
     rejected: list[Rejected] = []
     for item in items:
-        checked = checks.get(item.id, {})
-        found = problems(item, checked)
-        failed = {name for name, reason in found if reason}
-        if not failed:
-            dup = duplicate_problem(item, final, threshold)
-            found.insert(FILTERS.index("duplicate"), ("duplicate", dup))
+        checked = checks.get(item.id)
+        found = list(problems[item.id])
+        if not any(reason for _, reason in found):
+            found.insert(FILTERS.index("duplicate"), ("duplicate", duplicate_problem(item, final, threshold)))
         verdicts = [FilterVerdict(filter=name, passed=not reason, reason=reason) for name, reason in found]
-        record = FinalItem(**item.model_dump(), blind_choice=checked.get("blind_choice", ""),
-                           blind_confidence=checked.get("blind_confidence", 0.0), verdicts=verdicts)
+        record = FinalItem(**item.model_dump(), blind_choice=checked.blind_choice if checked else "",
+                           blind_confidence=checked.blind_confidence if checked else 0.0, verdicts=verdicts)
         failing = next((v for v in verdicts if not v.passed), None)
         if failing is None:
             final.append(record)
@@ -205,43 +256,29 @@ def decide(items: list[MCQ], checks: dict[str, dict], problems: Callable[[MCQ, d
     return final, rejected
 
 
+def check_key(item: MCQ) -> str:
+    return f"check/{item.id}"
+
+
 async def run(ctx: StageContext) -> dict[str, list]:
-    section = ctx.section
+    section: FilterSettings = ctx.section
     judge = Judge(ctx)
     items: list[MCQ] = ctx.read("mcq.jsonl")
     evidence_ids = {e.id for e in judge.evidence}
-    min_chars = ctx.section.min_option_chars[ctx.language]
+    min_chars = section.min_option_chars[ctx.language]
     formats = {i.id: format_problem(i, ctx.language, judge.traces, evidence_ids, min_chars) for i in items}
-
-    def unit(item: MCQ):
-        async def work():
-            return {"checks": [{"id": item.id, **await judge.check(item)}]}
-        return work
-
     # A malformed item is not worth a model call.
-    await ctx.units([(f"check/{i.id}", unit(i)) for i in items if not formats[i.id]])
-    checks = {i.id: d["checks"][0] for i in items if (d := ctx.done(f"check/{i.id}"))}
-    reviewed = human_verdicts(ctx)
-    ratio = section.length_ratio
-    threshold = section.blind_confidence
-    unanswerable_too = section.blind_unanswerable
-
-    def problems(item: MCQ, checked: dict) -> list[tuple[str, str]]:
-        if formats[item.id]:
-            return [("format", formats[item.id])]
-        support = "" if checked["supported"] else f"the evidence does not support the answer: {checked['support_reason']}"
-        return [
-            ("format", ""), ("sufficiency", support),
-            ("blind", blind_problem(item, checked, threshold, unanswerable_too)),
-            ("length", length_problem(item, ratio)), ("temporal", temporal_problem(item, judge.traces)),
-            ("human_review", reviewed.get(item.id, "")),
-        ]
-
+    await ctx.units([(check_key(i), partial(judge.check, i)) for i in items if not formats[i.id]])
+    checks = {i.id: found[0] for i in items if (found := ctx.done_records(check_key(i), "checks", Checked))}
+    reviewed = human_verdicts(ctx.dir / REVIEW_FILE)
     # An item whose checks failed this run is left to the retry (the runner reports the stage as failed).
     decidable = [i for i in items if formats[i.id] or i.id in checks]
+    problems = {i.id: item_problems(i, checks.get(i.id), formats[i.id], reviewed.get(i.id, ""), judge.traces,
+                                    section) for i in decidable}
     final, rejected = decide(decidable, checks, problems, section.dedup_threshold)
     write_json_atomic(ctx.dir / "filter_report.json", report(items, final, rejected))
     return {"final.jsonl": final, "rejected.jsonl": rejected}
+
 
 
 def report(items: list[MCQ], final: list[FinalItem], rejected: list[Rejected]) -> dict:
