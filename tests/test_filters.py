@@ -9,10 +9,26 @@ import pytest
 from test_qa_stages import PID, World
 
 from synth.llm.base import LLMRequest, ProviderResponse, Usage
-from synth.models import CANNOT_DETERMINE, MCQ, Choice, Evidence, EvidenceRef, FinalItem, Rejected, Trace, mint_id
+from synth.models import (
+    CANNOT_DETERMINE,
+    MCQ,
+    Choice,
+    Evidence,
+    EvidenceRef,
+    FinalItem,
+    Rejected,
+    Trace,
+    mint_id,
+)
 from synth.stages import filter as filter_stage
 from synth.stages.filter import (
-    Checked, blind_problem, duplicate_problem, format_problem, length_problem, similarity, temporal_problem,
+    Checked,
+    blind_problem,
+    duplicate_problem,
+    format_problem,
+    length_problem,
+    similarity,
+    temporal_problem,
 )
 
 ANSWER = "I stopped hiding in the car and told Xiaomei everything about work and Mom."
@@ -34,7 +50,7 @@ def make_item(traces: list[Trace], evidence: Evidence, *, number: int = 0, quest
         correct = "E"
     else:
         texts.insert("ABCD".index(correct), answer)
-    choices = [Choice(id=c, text=t) for c, t in zip("ABCDE", [*texts, CANNOT_DETERMINE["en"]])]
+    choices = [Choice(id=c, text=t) for c, t in zip("ABCDE", [*texts, CANNOT_DETERMINE["en"]], strict=True)]
     return MCQ(
         id=mint_id(PID, "item", number), persona_id=PID, question_type=question_type, dimension="emotion",
         arc_id=evidence.arc_ids[0], question_time=asked or dt.datetime(2022, 6, 1, 20), question=question,

@@ -16,8 +16,20 @@ from synth.llm.cache import ResponseCache
 from synth.llm.client import LLM
 from synth.llm.fake import FakeProvider
 from synth.models import (
-    CANNOT_DETERMINE, MCQ, QA, QUESTION_TYPES, AnchorState, BigFive, Event, Evidence, EvidenceRef, LifeArc, Persona,
-    Relation, Trace, mint_id,
+    CANNOT_DETERMINE,
+    MCQ,
+    QA,
+    QUESTION_TYPES,
+    AnchorState,
+    BigFive,
+    Event,
+    Evidence,
+    EvidenceRef,
+    LifeArc,
+    Persona,
+    Relation,
+    Trace,
+    mint_id,
 )
 from synth.personas import PersonaSeed
 from synth.runner import RunOptions, run_stage

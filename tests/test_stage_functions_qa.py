@@ -1,0 +1,337 @@
+"""The per-task pure functions of stages traces, qa, distractors and filter, called directly on hand-built inputs:
+prompt variables in, record out — no model, no files, no runner."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from synth import conf, settings
+from synth.models import (
+    CANNOT_DETERMINE,
+    MCQ,
+    QA,
+    Choice,
+    Event,
+    Evidence,
+    EvidenceRef,
+    Persona,
+    Phase,
+    RefinementRound,
+    Snapshot,
+    Trace,
+    mint_id,
+)
+from synth.stages import distractors, filter, qa, traces
+from synth.windows import Segment, SegmentEvidence, Window
+
+PID = "p_fn"
+T0 = dt.datetime(2022, 3, 1, 9)
+SECTIONS = settings.parse(conf.preset_config("small"))
+
+
+def snapshot(focus: str) -> Snapshot:
+    return Snapshot(energy=5, stress=5, dominant_emotion="calm", focus=focus, arc_status={})
+
+
+def phase(index: int) -> Phase:
+    return Phase(id=f"ph{index}", persona_id=PID, major_event_id="m", index=index, title=f"phase {index}",
+                 description="d", start=dt.date(2022, 1 + index, 1), end=dt.date(2022, 1 + index, 28),
+                 snapshot_before=snapshot(f"before {index}"), snapshot_after=snapshot(f"after {index}"))
+
+
+def event(time: dt.datetime = T0) -> Event:
+    return Event(id="ev1", persona_id=PID, phase_id="ph1", time=time, title="the talk", description="d",
+                 location="home", participant_ids=[])
+
+
+def evidence(n: int, arc: str = "arc1") -> Evidence:
+    return Evidence(id=f"e{n}", persona_id=PID, event_id="ev1", kind="fact", statement=f"statement {n}",
+                    arc_ids=[arc])
+
+
+def trace(trace_id: str, time: dt.datetime, evidence_ids: list[str], medium: str = "diary") -> Trace:
+    return Trace(id=trace_id, persona_id=PID, event_id="ev1", evidence_ids=evidence_ids, medium=medium, time=time,
+                 intent="i", audience="self", content=f"content of {trace_id}", tokens=3)
+
+
+# ---------------------------------------------------------------------------------------------- traces
+
+def test_snapshot_history_shows_this_phase_and_the_one_before():
+    phases = [phase(0), phase(1)]
+    assert traces.snapshot_history(phases, 0)["previous_phase"] is None
+    later = traces.snapshot_history(phases, 1)
+    assert later["phase"]["id"] == "ph1" and later["previous_phase"]["id"] == "ph0"
+    assert later["phase"]["snapshot_after"]["focus"] == "after 1"
+
+
+def test_trace_plan_variables_offer_sorted_media_and_the_seeded_suggestion():
+    context = traces.event_context({"persona": {"id": PID}, "arcs": []}, {"phase": None}, event(), [evidence(1)])
+    assert context["event"]["id"] == "ev1" and [e["id"] for e in context["evidence"]] == ["e1"]
+    weights = {"email": 1.0, "diary": 3.0}
+    variables = traces.plan_variables(context, event(), 2, weights, 12)
+    assert variables["media"] == ["diary", "email"] and variables["count"] == 2 and variables["max_delay"] == 12
+    assert variables["suggested"] == traces.suggest_media("ev1", 2, weights)
+    assert sorted(variables["suggested"]) == ["diary", "email"]  # distinct while they last
+    assert variables["persona"] == {"id": PID}
+
+
+def plan_of(delay_hours: int = 30):
+    model = traces.plan_answer(("diary", "email"), 2, 1, 48)
+    return model.model_validate({"traces": [{
+        "medium": "email", "intent": " ask for help ", "audience": " Xiaomei ", "key_information": "k",
+        "evidence": [2], "delay_hours": delay_hours}]}).traces[0]
+
+
+def test_trace_time_never_leaves_the_allowed_delay():
+    assert traces.trace_time(event(), 5, 10) == T0 + dt.timedelta(hours=5)
+    assert traces.trace_time(event(), 30, 10) == T0 + dt.timedelta(hours=10)
+
+
+def test_write_variables_and_build_trace_carry_the_plan_into_the_record():
+    plan = plan_of()
+    when = traces.trace_time(event(), plan.delay_hours, 48)
+    variables = traces.write_variables({"persona": {}}, plan, [evidence(2)], when, (120, 400))
+    assert variables["time"] == "2022-03-02T15:00" and variables["medium"] == "email"
+    assert [e["statement"] for e in variables["carried"]] == ["statement 2"]
+    assert (variables["min_words"], variables["max_words"]) == (120, 400)
+    record = traces.build_trace(traces.TraceText(content="  Dear Xiaomei, help.  "), plan, event(), [evidence(2)],
+                                3, when, PID)
+    assert record.id == mint_id("ev1", "trace", 3) and record.persona_id == PID and record.event_id == "ev1"
+    assert record.evidence_ids == ["e2"] and record.time == when
+    assert (record.intent, record.audience, record.content) == ("ask for help", "Xiaomei", "Dear Xiaomei, help.")
+    assert record.tokens > 0
+
+
+# -------------------------------------------------------------------------------------------------- qa
+
+def seg_item(n: int, day: int, trace_days: tuple[int, ...]) -> SegmentEvidence:
+    times = tuple(dt.datetime(2022, 3, d, 21) for d in trace_days)
+    return SegmentEvidence(evidence_id=f"e{n}", arc_ids=("arc1",), kind="fact", statement=f"statement {n}",
+                           time=dt.datetime(2022, 3, day, 21), trace_ids=tuple(f"t{n}_{d}" for d in trace_days),
+                           trace_times=times)
+
+
+# e1 on day 1 (a second trace after the window, day 20), e2 on day 3, e3 also on day 3
+SEGMENT = Segment(arc_id="arc1", window=Window(index=0, start=dt.date(2022, 3, 1), end=dt.date(2022, 3, 10)),
+                  evidence=(seg_item(1, 1, (1, 20)), seg_item(2, 3, (3,)), seg_item(3, 3, (3,))),
+                  new_ids=frozenset({"e3"}))
+SEG_TRACES = {t: trace(t, when, [e.evidence_id]) for e in SEGMENT.evidence for t, when in zip(e.trace_ids, e.trace_times, strict=True)}
+
+
+def plan_answer(**update):
+    answer = {"feasible": True, "evidence": [2, 1, 2], "temporal_scope": "early March", "outline": "o",
+              "absent_topic": ""}
+    return qa.plan_model(3).model_validate({**answer, **update})
+
+
+@pytest.mark.parametrize("question_type, update, reason", [
+    ("causal", {}, ""),
+    ("causal", {"feasible": False}, "the model judged it infeasible"),
+    ("unanswerable", {"absent_topic": " "}, "no absent topic"),
+    ("unanswerable", {"absent_topic": "his new car", "evidence": [1]}, ""),
+    ("causal", {"evidence": [2]}, "causal needs at least 2 evidence"),
+    ("comparison", {"evidence": [2, 3]}, "comparison needs evidence from 2 different days"),
+])
+def test_build_plan_gates_what_the_evidence_cannot_carry(question_type, update, reason):
+    plan = qa.build_plan(plan_answer(**update), question_type, SEGMENT)
+    assert plan.gate == reason and plan.feasible == (reason == "")
+    assert plan.segment == SEGMENT.key and plan.question_type == question_type
+
+
+def test_build_plan_keeps_each_chosen_index_once_in_order():
+    assert qa.build_plan(plan_answer(), "causal", SEGMENT).evidence == [1, 2]
+
+
+def test_choose_plans_keeps_the_first_feasible_ones_per_type_in_candidate_order():
+    other = Segment(arc_id="arc2", window=SEGMENT.window, evidence=SEGMENT.evidence, new_ids=frozenset())
+    third = Segment(arc_id="arc3", window=SEGMENT.window, evidence=SEGMENT.evidence, new_ids=frozenset())
+    picks = [("causal", SEGMENT), ("causal", other), ("causal", third), ("factual", SEGMENT), ("factual", other)]
+    feasible = qa.build_plan(plan_answer(), "causal", SEGMENT)
+    plans = {
+        qa.plan_key("causal", SEGMENT): feasible.model_copy(update={"feasible": False}),
+        qa.plan_key("causal", other): feasible.model_copy(update={"segment": other.key}),
+        qa.plan_key("causal", third): feasible.model_copy(update={"segment": third.key}),
+        qa.plan_key("factual", other): feasible.model_copy(update={"question_type": "factual"}),
+        # ("factual", SEGMENT) has no plan: its unit did not finish
+    }
+    chosen = qa.choose_plans(picks, plans, target=1)
+    assert [(p.question_type, s.arc_id) for p, s in chosen] == [("causal", "arc2"), ("factual", "arc2")]
+    assert len(qa.choose_plans(picks, plans, target=2)) == 3
+
+
+def test_needed_traces_are_those_visible_by_the_window_end_and_set_the_base_time():
+    needed = qa.needed_traces(SEGMENT, [1, 2])
+    assert needed == {"e1": ["t1_1"], "e2": ["t2_3"]}  # t1_20 is after the window
+    assert qa.question_base("causal", SEGMENT, needed, SEG_TRACES) == dt.datetime(2022, 3, 3, 21)
+    # unanswerable: after the newest evidence of the segment, needed or not
+    assert qa.question_base("unanswerable", SEGMENT, qa.needed_traces(SEGMENT, [1]), SEG_TRACES) == \
+        dt.datetime(2022, 3, 3, 21)
+
+
+def test_qa_write_variables_show_only_the_chosen_evidence_and_needed_traces():
+    plan = qa.build_plan(plan_answer(), "causal", SEGMENT)
+    needed = qa.needed_traces(SEGMENT, plan.evidence)
+    base = dt.datetime(2022, 3, 3, 21)
+    variables = qa.write_variables({"persona": "P", "arcs": []}, "ARC", SEGMENT, plan, needed, base, SEG_TRACES,
+                                   SECTIONS.qa)
+    assert [e["index"] for e in variables["evidence"]] == [1, 2]
+    assert [t["content"] for t in variables["traces"]] == ["content of t1_1", "content of t2_3"]
+    assert (variables["base_date"], variables["base_time"]) == ("2022-03-03", "2022-03-03T21:00")
+    assert (variables["arc"], variables["question_type"], variables["window_end"]) == ("ARC", "causal", "2022-03-10")
+    assert variables["temporal_scope"] == "early March"
+    planned = qa.plan_variables({"persona": "P", "arcs": []}, "ARC", SEGMENT, "causal", SEG_TRACES)
+    assert [e["index"] for e in planned["evidence"]] == [1, 2, 3]
+    assert [e["recent"] for e in planned["evidence"]] == [False, False, True]
+
+
+def test_build_qa_grounds_the_item_and_asks_it_after_its_newest_trace():
+    plan = qa.build_plan(plan_answer(), "causal", SEGMENT)
+    needed = qa.needed_traces(SEGMENT, plan.evidence)
+    base = dt.datetime(2022, 3, 3, 21, 30)
+    arc = type("Arc", (), {"id": "arc1", "dimension": "emotion"})()
+    answer = qa.write_model(30).model_validate({"question": " Why? ", "answer": " Because. ", "day_offset": 0,
+                                                "hour": 8})
+    item = qa.build_qa(answer, plan, SEGMENT, arc, PID, base, needed)
+    assert item.id == mint_id(PID, "qa", "causal", SEGMENT.key)
+    assert (item.question, item.answer, item.dimension, item.arc_id) == ("Why?", "Because.", "emotion", "arc1")
+    assert item.question_time == dt.datetime(2022, 3, 3, 22)  # 8:00 that day precedes the base: an hour after it
+    assert [(r.evidence_id, r.digital_trace_ids) for r in item.evidence] == [("e1", ["t1_1"]), ("e2", ["t2_3"])]
+    assert item.digital_trace_ids == ["t1_1", "t2_3"] and item.window_end == dt.date(2022, 3, 10)
+    absent = qa.build_plan(plan_answer(absent_topic="a car", evidence=[1]), "unanswerable", SEGMENT)
+    blank = qa.build_qa(answer, absent, SEGMENT, arc, PID, base, qa.needed_traces(SEGMENT, absent.evidence))
+    assert blank.evidence == [] and blank.digital_trace_ids == []
+
+
+# ----------------------------------------------------------------------------------------- distractors
+
+def hand_qa(question_type: str = "causal") -> QA:
+    return QA(id="q1", persona_id=PID, question_type=question_type, dimension="emotion", arc_id="arc1",
+              question_time=dt.datetime(2022, 3, 5, 20), question="What changed?", answer="He finally talked.",
+              evidence=[EvidenceRef(statement="statement 1", evidence_id="e1", digital_trace_ids=["t_late", "t_early",
+                                                                                                  "ghost"])],
+              digital_trace_ids=["t_late", "t_early", "ghost"], window_end=dt.date(2022, 3, 10))
+
+
+DISTRACTOR_TRACES = {"t_early": trace("t_early", dt.datetime(2022, 3, 1, 9), ["e1"]),
+                     "t_late": trace("t_late", dt.datetime(2022, 3, 4, 9), ["e1"], medium="email")}
+
+
+def persona() -> Persona:
+    return Persona.model_validate({
+        "id": PID, "persona_id": PID, "language": "en", "scale": "100k", "start": "2022-01-01", "end": "2022-06-30",
+        "big_five": {"openness": .5, "conscientiousness": .5, "extraversion": .5, "agreeableness": .5,
+                     "neuroticism": .5},
+        "name": "Lin", "age": 40, "gender": "male", "personality": "p", "family_history": "f", "education": "e",
+        "occupation": "o", "concerns": [], "interests": [], "backstory": "b", "relations": []})
+
+
+def test_distractor_write_variables_date_evidence_by_its_first_trace_and_carry_feedback():
+    feedback = [{"round": 1, "reason": "only one is specific"}]
+    variables = distractors.write_variables(hand_qa(), persona(), [], DISTRACTOR_TRACES, SECTIONS.distractors, "en",
+                                            feedback)
+    assert variables["evidence"] == [{"date": "2022-03-01", "statement": "statement 1"}]
+    assert [t["medium"] for t in variables["traces"]] == ["email", "diary"]  # item order; the unknown one dropped
+    assert variables["target_chars"] == len("He finally talked.") and variables["feedback"] == feedback
+    assert variables["cannot_determine"] == CANNOT_DETERMINE["en"] and variables["unanswerable"] is False
+    assert distractors.first_date(["ghost"], DISTRACTOR_TRACES) == ""
+
+
+def test_validate_variables_hide_evidence_and_traces():
+    choices, _ = distractors.arrange(hand_qa(), ["w one", "w two", "w three", "w four"], "en", 1)
+    variables = distractors.validate_variables(hand_qa(), choices)
+    assert set(variables) == {"question", "question_time", "choices"}
+    assert variables["question_time"] == "2022-03-05T20:00"
+    assert [c["id"] for c in variables["choices"]] == list("ABCDE") and variables["choices"][1]["text"] == \
+        "He finally talked."
+
+
+def test_rounds_and_the_mcq_record():
+    judged = distractors.judged_round(2, distractors.Verdict(choice="C", too_easy=False, reason="needs context"))
+    assert judged == RefinementRound(round=2, too_easy=False, reason="needs context", validator_choice="C")
+    guarded = distractors.guarded_round(1, "length guard: …")
+    assert guarded.too_easy and guarded.validator_choice == "" and guarded.reason == "length guard: …"
+    choices, correct = distractors.arrange(hand_qa(), ["w one", "w two", "w three", "w four"], "en", 0)
+    mcq = distractors.build_mcq(hand_qa(), choices, correct, [guarded, judged])
+    assert mcq.correct_choice_id == "A" and mcq.choices[0].text == "He finally talked."
+    assert [r.round for r in mcq.refinement] == [1, 2] and mcq.id == "q1"
+
+
+# ---------------------------------------------------------------------------------------------- filter
+
+def mcq(number: int = 0, question_type: str = "causal", question: str = "What changed after the talk?",
+        asked: dt.datetime = dt.datetime(2022, 3, 5, 20)) -> MCQ:
+    unanswerable = question_type == "unanswerable"
+    texts = ["A wrong but detailed option", "He finally talked to her", "Another detailed wrong one",
+             "A third detailed wrong one"]
+    return MCQ(id=f"i{number}", persona_id=PID, question_type=question_type, dimension="emotion", arc_id="arc1",
+               question_time=asked, question=question,
+               answer=CANNOT_DETERMINE["en"] if unanswerable else "He finally talked to her",
+               evidence=[] if unanswerable else [EvidenceRef(statement="statement 1", evidence_id="e1",
+                                                             digital_trace_ids=["t_early"])],
+               digital_trace_ids=[] if unanswerable else ["t_early"], window_end=dt.date(2022, 3, 10),
+               choices=[Choice(id=c, text=t) for c, t in zip("ABCDE", [*texts, CANNOT_DETERMINE["en"]], strict=True)],
+               correct_choice_id="E" if unanswerable else "B")
+
+
+def test_first_seen_is_the_earliest_carrying_trace():
+    seen = filter.first_seen(DISTRACTOR_TRACES.values())
+    assert seen == {"e1": dt.datetime(2022, 3, 1, 9)}
+
+
+def test_shown_evidence_for_answerable_and_unanswerable_items():
+    seen = {"e1": dt.datetime(2022, 3, 1, 9), "e2": dt.datetime(2022, 3, 2, 9), "e3": dt.datetime(2022, 3, 3, 9),
+            "e4": dt.datetime(2022, 3, 9, 9)}
+    pool = [evidence(4), evidence(3), evidence(2), evidence(1), evidence(5, arc="arc2")]
+    assert filter.shown_evidence(mcq(), seen, pool, 40) == [{"date": "2022-03-01", "statement": "statement 1"}]
+    # unanswerable: the arc's evidence seen by the question time (not e4: later; not e5: other arc), newest `limit`
+    shown = filter.shown_evidence(mcq(question_type="unanswerable"), seen, pool, 2)
+    assert shown == [{"date": "2022-03-02", "statement": "statement 2"}, {"date": "2022-03-03", "statement": "statement 3"}]
+    variables = filter.sufficiency_variables(mcq(question_type="unanswerable"), shown, DISTRACTOR_TRACES,
+                                             SECTIONS.filter)
+    assert variables["unanswerable"] is True and variables["traces"] == [] and variables["evidence"] == shown
+    answered = filter.sufficiency_variables(mcq(), [], DISTRACTOR_TRACES, SECTIONS.filter)
+    assert [t["content"] for t in answered["traces"]] == ["content of t_early"]
+    assert set(filter.blind_variables(mcq())) == {"question", "question_time", "choices"}
+
+
+def checked(item: MCQ, supported: bool = True, choice: str = "A", confidence: float = 0.9) -> filter.Checked:
+    support = filter.Sufficiency(supported=supported, reason="thin")
+    return filter.build_checked(item.id, support, filter.Blind(choice=choice, confidence=confidence, reason="cue"))
+
+
+def test_item_problems_name_every_filter_in_order_and_format_alone_for_a_malformed_item():
+    item = mcq()
+    names = [name for name, _ in filter.item_problems(item, checked(item), "", "", DISTRACTOR_TRACES,
+                                                         SECTIONS.filter)]
+    assert names == [n for n in filter.FILTERS if n != "duplicate"]
+    assert filter.item_problems(item, None, "an empty option", "", {}, SECTIONS.filter) == [
+        ("format", "an empty option")]
+    found = dict(filter.item_problems(item, checked(item, supported=False, choice="B"), "", "a reviewer said no",
+                                      DISTRACTOR_TRACES, SECTIONS.filter))
+    assert found["sufficiency"] == "the evidence does not support the answer: thin"
+    assert found["blind"].startswith("answered correctly without any context (B, confidence 0.90)")
+    assert found["human_review"] == "a reviewer said no" and found["temporal"] == "" and found["length"] == ""
+
+
+def test_decide_names_the_first_failure_and_judges_duplicates_against_kept_items():
+    first, again, bad = mcq(0), mcq(1, question="What changed after the talk??"), mcq(2, question="Other thing?")
+    checks = {i.id: checked(i) for i in (first, again)}
+    ok = filter.item_problems(first, checks[first.id], "", "", DISTRACTOR_TRACES, SECTIONS.filter)
+    problems = {first.id: ok, again.id: ok, bad.id: [("format", "an empty option")]}
+    final, rejected = filter.decide([first, again, bad], checks, problems, 0.85)
+    assert [i.id for i in final] == [first.id]
+    assert [(r.id, r.filter) for r in rejected] == [(again.id, "duplicate"), (bad.id, "format")]
+    assert [v.filter for v in final[0].verdicts] == list(filter.FILTERS)
+    assert (final[0].blind_choice, final[0].blind_confidence) == ("A", 0.9)
+    assert (rejected[1].blind_choice, rejected[1].blind_confidence) == ("", 0.0)  # never checked
+    assert problems[first.id] == ok and len(ok) == 6  # decide does not change the lists it was given
+
+
+def test_human_verdicts_a_later_verdict_wins(tmp_path):
+    path = tmp_path / filter.REVIEW_FILE
+    assert filter.human_verdicts(path) == {}
+    path.write_text('{"id": "a", "verdict": "reject", "reason": "wrong"}\n{"id": "b", "verdict": "reject"}\n\n'
+                    '{"id": "a", "verdict": "accept"}\n', encoding="utf-8")
+    assert filter.human_verdicts(path) == {"b": "rejected by a reviewer"}
