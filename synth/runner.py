@@ -76,6 +76,8 @@ def signature_parts(stage: Stage, seed: PersonaSeed, directory: Path, config: di
         "temperature": config.get("temperature"),
         "max_tokens": config.get("max_tokens"),
     }
+    if stage.judges:
+        settings["judge_temperature"] = config.get("judge_temperature")
     for name in stage.config_files:
         settings[Path(name).stem] = file_hash(conf.CONFIG_DIR / name)
     return {"inputs": inputs, "templates": templates, "settings": settings}

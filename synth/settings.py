@@ -123,6 +123,7 @@ class Settings(Section):
     max_attempts: int = Field(ge=1)
     timeout_s: float = Field(gt=0)
     temperature: float = Field(ge=0)
+    judge_temperature: float = Field(ge=0)
     max_tokens: int = Field(ge=1)
     persona: PersonaSettings
     arcs: ArcsSettings

@@ -43,6 +43,7 @@ class Stage:
     help: str = ""
     config_files: tuple[str, ...] = ()  # files of synth/config/ its output depends on (hashed into its signature)
     token_file: str | None = None  # an output whose records' `tokens` add up to the manifest's trace_tokens
+    judges: tuple[str, ...] = ()  # tasks that judge rather than write: they run at judge_temperature
 
 
 
@@ -128,7 +129,8 @@ class StageContext:
                   check: Callable[[M], None] | None = None, sample: int = 0, max_tokens: int | None = None) -> M:
         messages = render(template, language=self.language, **variables)
         settings = Settings(
-            temperature=self.settings.temperature,
+            # judges decide, they do not write: they answer at judge_temperature (0 by default)
+            temperature=self.settings.judge_temperature if task in self.stage.judges else self.settings.temperature,
             max_tokens=max_tokens or self.settings.max_tokens,
         )
         request = LLMRequest(task=task, messages=messages, json_schema=schema_of(model), settings=settings,
