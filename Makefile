@@ -8,7 +8,7 @@ OUT ?= outputs/$(or $(PRESET),default)
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: install install-local install-local-portable dataset test test-fast bench clean
+.PHONY: install install-local install-local-portable dataset lint test test-fast bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,11 +39,14 @@ dataset: $(STAMP)
 	if [ "$$provider" = "local" ]; then $(MAKE) --no-print-directory install-local; fi; \
 	$(BIN)/synth run --personas personas --out $(OUT) $(if $(PRESET),--preset $(PRESET),) $(if $(PROVIDER),--provider $(PROVIDER),)
 
-test: $(LOCAL_STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check synth tests benchmarks
+
+test: $(LOCAL_STAMP) lint
 	$(BIN)/python -m pytest -q
 
 # Without the local-model tests (no llama.cpp build needed).
-test-fast: $(STAMP)
+test-fast: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m 'not local'
 
 bench: $(STAMP)
