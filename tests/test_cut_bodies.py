@@ -21,8 +21,19 @@ from synth.testing.fake_server import BODY_FAULT_KINDS, GATEWAY_PAGE, FakeServer
 from tests.conftest import PERSONAS, read_jsonl, run_synth, synth_env
 from tests.test_batch import Answer, close, make_route, providers, requests
 from tests.test_reliability import (  # noqa: F401 - module fixtures: one clean run per wire to compare with
-    ANTHROPIC_ENV, FAST, SEED, anthropic_args, assert_same_dataset, clean_anthropic, clean_openai, clean_server,
-    config_file, invoke, manifests, openai_args, tiny,
+    ANTHROPIC_ENV,
+    FAST,
+    SEED,
+    anthropic_args,
+    assert_same_dataset,
+    clean_anthropic,
+    clean_openai,
+    clean_server,
+    config_file,
+    invoke,
+    manifests,
+    openai_args,
+    tiny,
 )
 
 WIRES = ("openai", "anthropic")
@@ -111,7 +122,7 @@ def test_every_attempt_not_json_fails_the_unit_cleanly(wire, kind, tmp_path):
     assert not (persona / "persona.jsonl").exists()
 
 
-def test_a_failed_unit_is_asked_again_by_the_next_run(clean_openai, tmp_path):
+def test_a_failed_unit_is_asked_again_by_the_next_run(tmp_path, request):
     out = tmp_path / "again"
     config = config_file(tmp_path, "max_attempts = 2\ntimeout_s = 5\n")
     with FakeServer(fault_rate=1.0, faults="cut200", seed=SEED) as server:
@@ -122,7 +133,7 @@ def test_a_failed_unit_is_asked_again_by_the_next_run(clean_openai, tmp_path):
         again = invoke(*tiny(out, *openai_args(server)))
     assert again.exit_code == 0, again.output
     assert not list(out.glob("*/failures/*.jsonl"))
-    assert_same_dataset(out, clean_openai)
+    assert_same_dataset(out, request.getfixturevalue("clean_openai"))
 
 
 # ---------------------------------------------------------------------------- anything unexpected in a unit

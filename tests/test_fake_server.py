@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -182,10 +183,8 @@ def test_fault_counts_are_reproducible_and_spare_control_endpoints():
         with FakeServer(seed=7, fault_rate=0.5, faults="500,503") as srv:
             client = _openai(srv.openai_base_url)
             for _ in range(20):
-                try:
+                with contextlib.suppress(openai.InternalServerError):
                     _chat(client)
-                except openai.InternalServerError:
-                    pass
             with urllib.request.urlopen(srv.url + "/_stats") as reply:
                 return json.load(reply)
 
@@ -290,7 +289,7 @@ def test_embeddings_and_models(server):
     floats = client.embeddings.create(model="e", input=texts[0], encoding_format="float").data[0].embedding
 
     def cosine(a, b):
-        return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+        return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
     assert len(vectors[0]) == 64 and cosine(vectors[0], vectors[1]) == pytest.approx(1.0, abs=1e-6)
     assert cosine(vectors[0], vectors[2]) > cosine(vectors[0], vectors[3])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import datetime as dt
 import email.parser
 import email.policy
@@ -453,10 +454,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def finish(self) -> None:
         self.server.connections.discard(self.connection)
-        try:
+        with contextlib.suppress(OSError):
             super().finish()
-        except OSError:
-            pass
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -647,10 +646,8 @@ class FakeServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         for conn in list(self._httpd.connections):  # idle keep-alive connections would hold threads
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         self._httpd = None
 
     def wait(self) -> None:
