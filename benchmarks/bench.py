@@ -2,14 +2,22 @@
 with the critical-path lower bound of the run's own dependency structure; then an unchanged re-run, and the
 pipeline's CPU overhead per call at zero latency. The last line printed is one JSON object.
 
-The fake server runs as a subprocess so its CPU time stays out of the pipeline's.
+Before it, where the concurrent run's wall time beyond the critical path went: per stage (its wall time against its
+critical path and against what the concurrency limit alone forces), and per kind of work on the event-loop thread
+(synth.testing.loop_profile samples it during that run: loop-thread CPU and wall seconds per category — the SDK,
+the HTTP transport, prompt rendering, the cache, the journal…). `--sample-detail` names the functions under each.
+
+The fake server runs as a subprocess so its CPU time stays out of the pipeline's (its CPU is printed too: on a
+2-core host it competes with the pipeline for the cores).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import re
 import resource
 import subprocess
@@ -18,11 +26,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
+from synth import conf
 from synth.llm import providers
 from synth.llm.base import LLMRequest, ProviderResponse
 from synth.pipeline import open_session, run_stages
 from synth.stages import STAGES
+from synth.testing.loop_profile import LoopProfile
 
 ROOT = Path(__file__).resolve().parents[1]
 # The longest chain of dependent calls inside each stage, for one persona (see `stage_depths`): fixed depths for
@@ -83,10 +94,15 @@ class Server:
         with urllib.request.urlopen(self.url + "/_stats") as response:
             return json.loads(response.read())
 
+    def cpu_s(self) -> float:
+        """The server process's CPU seconds so far (it shares the host's cores with the pipeline)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def chat_calls(self) -> int:
         return self.stats()["by_path"].get("/v1/chat/completions", 0)
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -94,14 +110,16 @@ class Server:
         self.proc.wait(timeout=10)
 
 
-def run_once(out: Path, preset: str, base_url: str, concurrency: int | None) -> tuple[float, str | None]:
+def run_once(out: Path, preset: str, base_url: str, concurrency: int | None,
+             profile: LoopProfile | None = None) -> tuple[float, str | None]:
     """One `synth run` of every stage (in-process, no progress bars); returns wall seconds and any error."""
     session = open_session(out, [ROOT / "personas"], [], preset, "openai", "fake", base_url, concurrency,
                            None, None, None)
     error = None
     start = time.perf_counter()
     try:
-        asyncio.run(run_stages(session, STAGES.order(), show_progress=False))
+        with profile or contextlib.nullcontext():
+            asyncio.run(run_stages(session, STAGES.order(), show_progress=False))
     except Exception as exc:  # noqa: BLE001 - a failing stage is reported, the numbers of what ran still count
         error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -139,13 +157,45 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def critical_path_calls(out: Path) -> tuple[int, dict[str, int]]:
+def critical_path_calls(out: Path) -> tuple[int, dict[str, int], Path | None]:
     """Personas run in parallel and stages in order within one: the worst persona's sum of stage depths."""
-    best: tuple[int, dict[str, int]] = (0, {})
+    best: tuple[int, dict[str, int], Path | None] = (0, {}, None)
     for persona in sorted(p for p in out.iterdir() if (p / "manifests").is_dir()):
         depths = stage_depths(persona)
-        best = max(best, (sum(depths.values()), depths), key=lambda x: x[0])
+        best = max(best, (sum(depths.values()), depths, persona), key=lambda x: x[0])
     return best
+
+
+@dataclass
+class StageRow:
+    stage: str
+    calls: int
+    wall_s: float  # from the stage's manifest
+    path_s: float  # its dependent-call chain × latency
+    cap_s: float  # its calls × latency / concurrency: what the concurrency limit alone forces
+
+
+def stage_table(persona: Path, depths: dict[str, int], latency_s: float, concurrency: int) -> list[StageRow]:
+    """Per stage of the critical persona: provider calls, wall seconds and the two lower bounds on them."""
+    rows = []
+    for stage, depth in depths.items():
+        manifest = json.loads((persona / "manifests" / f"{stage}.json").read_text(encoding="utf-8"))
+        calls = int(manifest.get("provider_calls", 0))
+        rows.append(StageRow(stage, calls, float(manifest.get("wall_s", 0.0)), depth * latency_s,
+                             calls * latency_s / concurrency))
+    return rows
+
+
+def stage_lines(rows: list[StageRow], wall_s: float) -> list[str]:
+    """Where the wall time beyond the critical path went, stage by stage; the last row is the time outside every
+    stage's own wall (each stage's input checks and signature, the stage order between them)."""
+    lines = [f"{'stage':<13}{'calls':>6}{'wall s':>9}{'path s':>9}{'cap s':>8}{'beyond s':>10}"]
+    for r in rows:
+        lines.append(f"{r.stage:<13}{r.calls:>6}{r.wall_s:>9.2f}{r.path_s:>9.2f}{r.cap_s:>8.2f}"
+                     f"{r.wall_s - r.path_s:>10.2f}")
+    between = wall_s - sum(r.wall_s for r in rows)
+    lines.append(f"{'(between)':<13}{'':>6}{between:>9.2f}{0:>9.2f}{0:>8.2f}{between:>10.2f}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -155,8 +205,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=None, help="default: the preset's")
     parser.add_argument("--skip-sequential", action="store_true", help="skip the concurrency-1 run (quick checks)")
     parser.add_argument("--trace", type=Path, default=None, help="write the concurrent run's calls (JSONL) here")
+    parser.add_argument("--sample-ms", type=float, default=3.0,
+                        help="the loop profiler's sampling interval during the concurrent run (0: off)")
+    parser.add_argument("--sample-detail", action="store_true",
+                        help="under each category, the innermost functions the loop thread's CPU was charged to")
     args = parser.parse_args(argv)
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)
 
     tracer = Tracer()
     providers.REGISTRY["openai"] = tracer.wrap(providers.REGISTRY["openai"])
@@ -165,7 +219,10 @@ def main(argv: list[str] | None = None) -> None:
         tmp_path = Path(tmp)
         with Server(args.latency_ms) as server:
             base_url = server.url + "/v1"
-            wall_s, error = run_once(tmp_path / "concurrent", args.preset, base_url, args.concurrency)
+            profile = LoopProfile(args.sample_ms / 1000, args.sample_detail) if args.sample_ms > 0 else None
+            server_cpu = server.cpu_s()
+            wall_s, error = run_once(tmp_path / "concurrent", args.preset, base_url, args.concurrency, profile)
+            server_cpu = server.cpu_s() - server_cpu
             calls = list(tracer.calls)
             log(f"concurrent: {wall_s:.2f}s, {len(calls)} calls" + (f" (stopped: {error})" if error else ""))
             before = server.chat_calls()
@@ -183,7 +240,9 @@ def main(argv: list[str] | None = None) -> None:
             cpu = time.process_time() - cpu
             log(f"zero latency: {zero_wall:.2f}s wall, {cpu:.2f}s CPU over {len(tracer.calls)} calls")
             overhead_ms = 1000 * cpu / max(1, len(tracer.calls))
-        chain, depths = critical_path_calls(tmp_path / "concurrent")
+        chain, depths, persona = critical_path_calls(tmp_path / "concurrent")
+        concurrency = args.concurrency or int(conf.preset_config(args.preset)["concurrency"])
+        stage_rows = stage_table(persona, depths, latency_s, concurrency) if persona else []
     if args.trace:
         origin = min((c.start for c in calls), default=0.0)
         args.trace.write_text("".join(json.dumps({"task": c.task, "start": round(c.start - origin, 4),
@@ -203,6 +262,13 @@ def main(argv: list[str] | None = None) -> None:
     if error:
         log(f"warning: the run stopped early, so these numbers cover only the stages that ran: {error}")
     log(f"critical path: {chain} dependent calls × {latency_s:g}s {depths}")
+    for line in stage_lines(stage_rows, wall_s):
+        log(line)
+    if profile is not None:
+        for line in profile.lines(wall_s):
+            log(line)
+        log(f"fake server (another process on the same cores): {server_cpu:.2f}s CPU")
+        result["loop_cpu_s"] = round(sum(profile.cpu.values()), 3)
     print(json.dumps(result))
 
 
