@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from synth.conf import Route
 from synth.llm.base import GenerationFailed, LLMRequest, Provider, ProviderResponse, TransportError, Usage
@@ -76,6 +75,9 @@ def validation_message(exc: Exception) -> str:
 
 
 def _wait(base: float, cap: float) -> Callable:
+    """The backoff after a failed attempt: the server's Retry-After when it sent one, else full-jitter exponential.
+    It reads `attempt_number` and `outcome.exception()` (the shape of tenacity's retry state)."""
+
     def wait(retry_state) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         if isinstance(exc, TransportError) and exc.retry_after is not None:
@@ -84,6 +86,21 @@ def _wait(base: float, cap: float) -> Callable:
         return min(cap, random.uniform(0, expo) + base / 2)
 
     return wait
+
+
+@dataclass
+class _Failed:
+    """A failed attempt, as the backoff policy reads it."""
+
+    attempt_number: int
+    error: TransportError
+
+    @property
+    def outcome(self) -> "_Failed":
+        return self
+
+    def exception(self) -> TransportError:
+        return self.error
 
 
 class LLM:
@@ -200,26 +217,19 @@ class LLM:
             async with contextlib.nullcontext() if self.batch is not None else self.semaphore:
                 if self.batch is None:
                     await limiter.acquire(reserve_tokens)
-                async for attempt in AsyncRetrying(
-                    stop=stop_after_attempt(self.max_attempts),
-                    wait=self._wait,
-                    retry=retry_if_exception_type(TransportError),
-                    reraise=True,
-                ):
-                    with attempt:
-                        if attempt.retry_state.attempt_number > 1:
-                            stats.retries += 1
-                        try:
-                            if self.batch is not None:
-                                response = await self.batch.complete(route, request)
-                            else:
-                                response = await asyncio.wait_for(provider.complete(request, route.model), self.timeout_s)
-                        except asyncio.TimeoutError:
-                            raise TransportError(f"timed out after {self.timeout_s:g}s") from None
-                        except TransportError as exc:
-                            if exc.status == 429:
-                                limiter.on_rate_limited()
+                # The transport retry loop, written out: a retry library's per-call machinery cost more CPU on the
+                # event loop than the rest of this method (the common case is one attempt).
+                attempt = 1
+                while True:
+                    try:
+                        response = await self._attempt(route, request, provider, limiter)
+                        break
+                    except TransportError as exc:
+                        if attempt >= self.max_attempts:
                             raise
+                        await asyncio.sleep(self._wait(_Failed(attempt, exc)))
+                    attempt += 1
+                    stats.retries += 1
             limiter.on_success()
             usage = response.usage
             used_usd = route.cost(
@@ -235,3 +245,19 @@ class LLM:
             return response
         finally:
             self.budget.settle(reserve_usd, reserve_tokens, used_usd, used_tokens)
+
+    async def _attempt(self, route: Route, request: LLMRequest, provider: Provider,
+                       limiter: RateLimiter) -> ProviderResponse:
+        """One attempt; a timeout is a TransportError (retried) and a 429 slows the rate limiter down."""
+        try:
+            if self.batch is not None:
+                return await self.batch.complete(route, request)
+            # asyncio.timeout, not wait_for: no extra task per call.
+            async with asyncio.timeout(self.timeout_s):
+                return await provider.complete(request, route.model)
+        except TimeoutError:
+            raise TransportError(f"timed out after {self.timeout_s:g}s") from None
+        except TransportError as exc:
+            if exc.status == 429:
+                limiter.on_rate_limited()
+            raise
