@@ -200,7 +200,8 @@ class LLM:
             return hit
         response = await self.call(route, request, stats)
         if self.cache is not None:
-            self.cache.put(key, request.task, response)
+            # Not waited for: the cache's writer thread commits answers in batches, off the event loop.
+            self.cache.put(key, request.task, response, wait=False)
         return response
 
     async def call(self, route: Route, request: LLMRequest, stats: CallStats) -> ProviderResponse:
