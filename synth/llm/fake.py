@@ -12,12 +12,13 @@ from typing import Any
 
 from synth.llm.base import LLMRequest, ProviderResponse, Usage
 
-_WORDS_EN = (
-    "morning walk coffee office project deadline sister letter rain train market garden "
-    "friend dinner phone call budget plan doubt hope worry trip river book class meeting "
-    "promise apology window kitchen bicycle photo weekend evening report interview doctor "
-    "music song park bench ticket recipe neighbour storm summer winter lamp notebook"
-).split()
+_WORDS_EN = [
+    "morning", "walk", "coffee", "office", "project", "deadline", "sister", "letter", "rain", "train", "market",
+    "garden", "friend", "dinner", "phone", "call", "budget", "plan", "doubt", "hope", "worry", "trip", "river",
+    "book", "class", "meeting", "promise", "apology", "window", "kitchen", "bicycle", "photo", "weekend", "evening",
+    "report", "interview", "doctor", "music", "song", "park", "bench", "ticket", "recipe", "neighbour", "storm",
+    "summer", "winter", "lamp", "notebook",
+]
 _WORDS_ZH = list("早晨散步咖啡办公室项目截止姐姐信雨火车市场花园朋友晚饭电话预算计划怀疑希望担心旅行河书课会议")
 
 
@@ -77,18 +78,26 @@ def instance(schema: dict, rng: random.Random, root: dict | None = None, name: s
         props = schema.get("properties", {})
         return {k: instance(v, rng, root, k, zh) for k, v in props.items()}
     if kind == "array":
-        lo = schema.get("minItems", 1)
-        hi = schema.get("maxItems", max(lo, 3))
-        count = rng.randint(lo, max(lo, min(hi, lo + 3)))
-        items = schema.get("items", {"type": "string"})
-        values = [instance(items, rng, root, name, zh) for _ in range(count)]
-        if schema.get("uniqueItems"):
-            unique = []
-            for v in values:
-                if v not in unique:
-                    unique.append(v)
-            values = unique
-        return values
+        return _array(schema, rng, root, name, zh)
+    return _scalar(kind, schema, rng, name, zh)
+
+
+def _array(schema: dict, rng: random.Random, root: dict, name: str, zh: bool) -> list:
+    lo = schema.get("minItems", 1)
+    hi = schema.get("maxItems", max(lo, 3))
+    count = rng.randint(lo, max(lo, min(hi, lo + 3)))
+    items = schema.get("items", {"type": "string"})
+    values = [instance(items, rng, root, name, zh) for _ in range(count)]
+    if schema.get("uniqueItems"):
+        unique = []
+        for v in values:
+            if v not in unique:
+                unique.append(v)
+        values = unique
+    return values
+
+
+def _scalar(kind: str | None, schema: dict, rng: random.Random, name: str, zh: bool) -> Any:
     if kind == "integer":
         lo = schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1 if "exclusiveMinimum" in schema else 0)
         hi = schema.get("maximum", schema.get("exclusiveMaximum", lo + 101) - 1 if "exclusiveMaximum" in schema else lo + 100)
