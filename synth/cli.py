@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
-import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -16,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from synth import conf
-from synth.llm.base import BudgetExceeded, FatalProviderError, SynthError
+from synth.llm.base import SynthError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Generate long-term-memory benchmarks for AI clones (CloneMem-style) and score memory systems.")
@@ -117,6 +114,13 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
         try:
             results = asyncio.run(run_stages(session, names, force=force))
             ran = sum(len(v) for v in results.values())
+            if "filter" in names:
+                from synth.stats import record_validity
+
+                flagged = record_validity(target)["blind_flagged_types"]
+                if flagged:
+                    err_console.print(f"[yellow]warning:[/] blind accuracy above chance + 5 points for: "
+                                      f"{', '.join(flagged)} (synth stats shows the table)", highlight=False)
             err_console.print(f"done: {ran} stage run(s) over {len(session.seeds)} persona(s) in {target}")
             if export:
                 from synth.export import export_dataset

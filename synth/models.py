@@ -188,9 +188,13 @@ class RefinementRound(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     round: int
-    too_easy: bool
+    too_easy: bool  # the round failed: a model-free give-away, a blind pick of the key, or a validator's verdict
     reason: str
-    validator_choice: str
+    validator_choice: str  # the no-context validator's pick ("" when the code guard stopped the round)
+    guard: str = ""  # the model-free problem that stopped the round ("" when none)
+    blind_correct: bool = False  # the validator picked the key: too easy by fact, whatever it said
+    supported: bool | None = None  # the verify judge: the key right and every other option wrong (None: not asked)
+    support_reason: str = ""
 
 
 class MCQ(QA):
@@ -208,8 +212,9 @@ class FilterVerdict(BaseModel):
 
 
 class FinalItem(MCQ):
-    blind_choice: str = ""
+    blind_choice: str = ""  # the blind test's first pick (mapped back to the item's own letters)
     blind_confidence: float = 0.0
+    blind_votes: list[str] = []  # every no-context pick: the refinement validator's last, then each blind sample
     verdicts: list[FilterVerdict] = []
 
 

@@ -172,3 +172,37 @@ def explicit_date(question: str) -> str:
         if found:
             return f"{what} ({found.group(0).strip()!r})"
     return ""
+
+
+def centrality_margin(options: dict[str, str], key: str) -> float:
+    """How far the key's centrality stands above the most central other A–D option (negative: it does not)."""
+    scores = centrality({cid: text for cid, text in options.items() if cid in POSITIONS})
+    others = [score for cid, score in scores.items() if cid != key]
+    return scores.get(key, 0.0) - max(others) if others else 0.0
+
+
+def giveaways(options: dict[str, str], key: str, question_type: str, cannot_determine: str,
+              length_ratio: float, centrality_margin_min: float) -> list[tuple[str, str]]:
+    """Model-free give-aways of one arrangement, as (kind, description), in the order the refinement loop asks the
+    writer to fix them; the kinds name the feedback the writer's template renders (no prompt text here)."""
+    texts = [text for cid, text in options.items() if cid in POSITIONS]
+    distractors = [text for cid, text in options.items() if cid in POSITIONS and cid != key]
+    if len({norm_option(t) for t in [*texts, cannot_determine]}) < len(texts) + 1:
+        return [("repeated_option", "two options say the same thing (or repeat option E)")]
+    found = []
+    if not answerable(question_type):
+        target = len(cannot_determine)
+        odd = [t for t in texts if not 0.5 * target <= len(t) <= 2.0 * target]
+        if odd:
+            found.append(("unanswerable_length", f"{len(odd)} of the invented answers are not about as long as "
+                                                  f"option E ({target} characters)"))
+        return found
+    problem = length_problem(options[key], distractors, length_ratio)
+    if problem:
+        found.append(("key_too_long", problem))
+    elif key_is_longest(options, key):
+        found.append(("key_longest", f"the correct option ({len(options[key])} characters) is the longest"))
+    lead = centrality_margin(options, key)
+    if lead > 0 and lead >= centrality_margin_min:
+        found.append(("key_central", f"the correct option is the most central (overlap {lead:+.2f} above the next)"))
+    return found

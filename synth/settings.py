@@ -70,6 +70,7 @@ class QASettings(Section):
     max_question_delay_days: int = Field(ge=0)
     trace_chars: int = Field(ge=1)
     max_prompt_traces: int = Field(ge=0)
+    max_answer_chars: dict[Literal["en", "zh"], int]
 
 
 class DistractorsSettings(Section):
@@ -77,13 +78,17 @@ class DistractorsSettings(Section):
     length_ratio: float = Field(gt=0)
     trace_chars: int = Field(ge=1)
     max_prompt_traces: int = Field(ge=0)
+    verify: bool
+    related_traces: int = Field(ge=0)
+    centrality_margin: float = Field(ge=0, le=1)
 
 
 class FilterSettings(Section):
     length_ratio: float = Field(gt=0)
     dedup_threshold: float = Field(ge=0, le=1)
-    blind_confidence: float = Field(ge=0, le=1)
+    blind_samples: int = Field(ge=1, le=8)
     blind_unanswerable: bool
+    centrality_margin: float = Field(ge=0, le=1)
     min_option_chars: dict[Literal["en", "zh"], int]
     sufficiency_max_evidence: int = Field(ge=1)
     trace_chars: int = Field(ge=1)

@@ -22,7 +22,7 @@ from synth.conf import Route
 from synth.jsonl import Journal, read_records
 from synth.llm.base import BudgetExceeded, GenerationFailed, LLMRequest, Settings, SynthError
 from synth.llm.client import LLM, CallStats
-from synth.models import FILES, Event, Evidence, LifeArc, MajorEvent, Persona, Phase, Trace
+from synth.models import FILES, MCQ, QA, Event, Evidence, LifeArc, MajorEvent, Persona, Phase, Trace
 from synth.personas import PersonaSeed
 from synth.prompts import render
 
@@ -119,6 +119,14 @@ class StageContext:
     @property
     def traces(self) -> list[Trace]:
         return self.read("traces.jsonl")
+
+    @property
+    def qa(self) -> list[QA]:
+        return self.read("qa.jsonl")
+
+    @property
+    def mcq(self) -> list[MCQ]:
+        return self.read("mcq.jsonl")
 
     @functools.cached_property
     def traces_by_id(self) -> dict[str, Trace]:

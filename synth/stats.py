@@ -30,8 +30,13 @@ def distractor_texts(item: MCQ) -> list[str]:
 
 
 def correct_is_longest(item: MCQ) -> bool:
-    """The correct option is strictly longer than every other A–D option (answerable items only)."""
-    return rules.correct_is_longest(option_text(item, item.correct_choice_id), distractor_texts(item))
+    """The key is at least as long as every other A–D option (ties count, as ../shared/tools/mcq_bias.py does)."""
+    return rules.key_is_longest({c.id: c.text for c in item.choices}, item.correct_choice_id)
+
+
+def key_is_central(item: MCQ) -> bool:
+    """The key has the highest mean word overlap with the other A–D options (ties count, as mcq_bias.py does)."""
+    return rules.key_is_most_central({c.id: c.text for c in item.choices}, item.correct_choice_id)
 
 
 def position_shares(items: Iterable[MCQ]) -> dict[str, float]:
@@ -42,29 +47,52 @@ def position_shares(items: Iterable[MCQ]) -> dict[str, float]:
 
 
 def bias_report(items: Sequence[MCQ], tolerance: float = 0.05) -> dict:
-    """Position balance (each of A–D within ±tolerance of 25%) and the correct-is-longest rate (goal ≤ 25%)."""
+    """Model-free give-aways over answerable items: position balance (each of A–D within ±tolerance of 25%), the
+    key-is-longest rate (goal ≤ 25%) and the key-is-most-central rate (goal ≤ 30%; chance is 25%)."""
     graded = [i for i in items if answerable(i)]
     shares = position_shares(graded)
     longest = sum(correct_is_longest(i) for i in graded) / len(graded) if graded else 0.0
+    central = sum(key_is_central(i) for i in graded) / len(graded) if graded else 0.0
     return {
         "answerable": len(graded),
         "positions": shares,
         "position_balance_ok": bool(graded) and all(abs(s - 0.25) <= tolerance for s in shares.values()),
         "correct_is_longest_rate": round(longest, 4),
         "correct_is_longest_ok": longest <= 0.25,
+        "key_central_rate": round(central, 4),
+        "key_central_ok": central <= 0.30,
     }
 
 
+CHANCE = 1 / 5  # a blind pick among five options
+BLIND_MARGIN = 0.05  # a type whose blind accuracy is above chance by more than this is flagged
+
+
+def _votes(item: FinalItem) -> list[str]:
+    return list(item.blind_votes) or ([item.blind_choice] if item.blind_choice else [])
+
+
 def blind_accuracy(items: Iterable[FinalItem]) -> dict:
-    """How often the no-context validator picked the right option, over every item it answered."""
-    answered = [i for i in items if i.blind_choice]
-    right = [i for i in answered if i.blind_choice == i.correct_choice_id]
-    graded = [i for i in answered if answerable(i)]
-    graded_right = [i for i in graded if i.blind_choice == i.correct_choice_id]
+    """How often no-context picks land on the key: over every pick (the refinement validator's last and each blind
+    sample), overall and per question type against chance (1 in 5); types above chance + 5 points are flagged."""
+    items = [i for i in items if _votes(i)]
+    def rate(group: list[FinalItem]) -> tuple[int, float]:
+        picks = [v == i.correct_choice_id for i in group for v in _votes(i)]
+        return len(picks), (sum(picks) / len(picks) if picks else 0.0)
+
+    by_type = {}
+    for qtype in sorted({i.question_type for i in items}):
+        n, accuracy = rate([i for i in items if i.question_type == qtype])
+        by_type[qtype] = {"picks": n, "accuracy": round(accuracy, 4), "chance": CHANCE,
+                          "above_chance": accuracy > CHANCE + BLIND_MARGIN}
+    picks, overall = rate(items)
+    graded_picks, graded = rate([i for i in items if answerable(i)])
     return {
-        "blind_answered": len(answered),
-        "blind_accuracy": round(len(right) / len(answered), 4) if answered else 0.0,
-        "blind_accuracy_answerable": round(len(graded_right) / len(graded), 4) if graded else 0.0,
+        "blind_answered": len(items), "blind_picks": picks,
+        "blind_accuracy": round(overall, 4),
+        "blind_accuracy_answerable": round(graded, 4) if graded_picks else 0.0,
+        "blind_by_type": by_type,
+        "blind_flagged_types": [t for t, row in by_type.items() if row["above_chance"]],
     }
 
 
@@ -105,13 +133,47 @@ def collect(out: Path) -> dict:
     return {
         "personas": personas,
         "final": len(final),
+        "generated": len(final) + len(rejected),
         "by_type": dict(Counter(i.question_type for i in final).most_common()),
         "by_dimension": dict(Counter(i.dimension for i in final).most_common()),
         "by_medium": dict(media.most_common()),
         "rejected_by_filter": dict(Counter(r.filter for r in rejected).most_common()),
-        **blind_accuracy([*final, *rejected]),
+        "final_by_type_and_filter": _type_table(final, rejected),
+        **blind_accuracy(final),
+        "blind_before_filtering": blind_accuracy([*final, *rejected]),
         **bias_report(final),
     }
+
+
+def record_validity(out: Path) -> dict:
+    """The validity figures of the dataset's final items, recorded in dataset.json (the dataset card's data):
+    blind accuracy per question type against chance (flagging types above chance + 5 points), the key-is-longest
+    and key-is-most-central rates, position balance, and items per type and check."""
+    data = collect(out)
+    keys = ("final", "generated", "blind_accuracy", "blind_accuracy_answerable", "blind_picks", "blind_by_type",
+            "blind_flagged_types", "positions", "position_balance_ok", "correct_is_longest_rate",
+            "correct_is_longest_ok", "key_central_rate", "key_central_ok", "rejected_by_filter",
+            "final_by_type_and_filter")
+    validity = {key: data[key] for key in keys}
+    path = out / "dataset.json"
+    if path.is_file():
+        from synth.jsonl import write_json_atomic
+
+        write_json_atomic(path, {**json.loads(path.read_text(encoding="utf-8")), "validity": validity})
+    return validity
+
+
+def _type_table(final: list[FinalItem], rejected: list[Rejected]) -> dict[str, dict[str, int]]:
+    """Per question type: items generated, rejected by each filter, final."""
+    table: dict[str, dict[str, int]] = {}
+    for item in [*final, *rejected]:
+        row = table.setdefault(item.question_type, {"generated": 0, "final": 0})
+        row["generated"] += 1
+        if isinstance(item, Rejected):
+            row[item.filter] = row.get(item.filter, 0) + 1
+        else:
+            row["final"] += 1
+    return table
 
 
 def _table(title: str, counts: dict, total: int | None = None) -> Table:
@@ -143,17 +205,45 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
     console.print(_table("rejections by filter", data["rejected_by_filter"]))
     console.print(_table("correct position (answerable final items)",
                          {p: f"{s:.1%}" for p, s in data["positions"].items()}))
+    console.print(_checks_table(data))
+    console.print(_blind_table(data))
     console.print(
-        f"blind-test accuracy {data['blind_accuracy']:.1%} over {data['blind_answered']} items "
+        f"final items: blind accuracy {data['blind_accuracy']:.1%} over {data['blind_picks']} no-context picks "
         f"({data['blind_accuracy_answerable']:.1%} on answerable; chance is 20%) · "
-        f"correct option is the longest in {data['correct_is_longest_rate']:.1%} of answerable final items "
-        f"(goal ≤ 25%: {'ok' if data['correct_is_longest_ok'] else 'MISSED'}) · "
+        f"the key is the longest option in {data['correct_is_longest_rate']:.1%} of answerable final items "
+        f"(goal ≤ 25%: {'ok' if data['correct_is_longest_ok'] else 'MISSED'}) · the key is the most central option "
+        f"in {data['key_central_rate']:.1%} (goal ≤ 30%, chance 25%: {'ok' if data['key_central_ok'] else 'MISSED'}) · "
         f"position balance {'ok' if data['position_balance_ok'] else 'MISSED'} (each of A–D within 25% ± 5)"
+        + (f" · blind accuracy above chance + 5 points: {', '.join(data['blind_flagged_types'])}"
+           if data["blind_flagged_types"] else "")
     )
     if plot:
         for path in plot_stats(out, data):
             console.print(str(path))
     return data
+
+
+def _checks_table(data: dict) -> Table:
+    """Per question type: generated, rejected by each filter, final."""
+    rows = data["final_by_type_and_filter"]
+    filters = sorted({k for row in rows.values() for k in row} - {"generated", "final"})
+    table = Table(title="items per question type: generated, rejected by each check, final", title_justify="left")
+    for col in ("type", "gen", *filters, "final"):
+        table.add_column(col, justify="left" if col == "type" else "right")
+    for qtype, row in rows.items():
+        table.add_row(qtype, str(row["generated"]), *(str(row.get(f, 0)) for f in filters), str(row["final"]))
+    return table
+
+
+def _blind_table(data: dict) -> Table:
+    table = Table(title="blind accuracy of final items per question type (no-context picks; chance 20%)",
+                  title_justify="left")
+    for col in ("type", "picks", "accuracy", "flag"):
+        table.add_column(col, justify="left" if col in ("type", "flag") else "right")
+    for qtype, row in data["blind_by_type"].items():
+        table.add_row(qtype, str(row["picks"]), f"{row['accuracy']:.1%}",
+                      "above chance + 5" if row["above_chance"] else "")
+    return table
 
 
 def plot_stats(out: Path, data: dict) -> list[Path]:

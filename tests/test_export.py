@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -122,13 +123,21 @@ def test_review_sheet_and_import_move_a_rejected_item(tmp_path, dataset):
 
 
 def test_refiltering_keeps_human_rejections(tmp_path):
+    from test_filters import Judges, make_item
+
+    from synth.jsonl import write_atomic
+    from synth.models import Evidence
+
+    probe = World(tmp_path / "probe")
+    traces, evidence = list(probe.traces().values()), probe.read("evidence.jsonl", Evidence)
+    items = [make_item(traces, evidence[0], number=0), make_item(traces, evidence[1], number=1,
+                                                                  question="How did the spring change things, Lin?")]
     out = tmp_path / "out"
-    world = World(out)
-    world.config["qa"].update(types=["factual"], plans_per_type=2, target_per_type=2)
-    for stage in (qa, distractors, filter):
-        world.run(stage)
+    world = World(out, provider=Judges({i.question: i.answer for i in items}))
+    write_atomic(world.dir / "mcq.jsonl", items)
+    world.run(filter)
     final = read_records(out / PID / "final.jsonl", FinalItem)
-    assert final
+    assert [i.id for i in final] == [i.id for i in items]
     (out / PID / "review_verdicts.jsonl").write_text(json.dumps({"id": final[0].id, "verdict": "reject",
                                                                   "reason": "ambiguous"}) + "\n")
     world.config["filter"]["dedup_threshold"] = 0.9  # any settings change re-runs the stage
@@ -157,7 +166,10 @@ def test_stats_print_and_plot(tmp_path, dataset):
     assert data["personas"][PID]["trace_tokens"] == 20 * 40 + 10 * 30
     graded = [i for i in final if i.question_type != "unanswerable"]
     assert abs(sum(data["positions"].values()) - 1.0) < 1e-3 if graded else True
-    assert "blind-test accuracy" in text and "message_thread" in text and "correct option is the longest" in text
+    assert "blind accuracy" in text and "message_thread" in text and "the key is the longest option" in text
+    assert "the key is the most central option" in text and "items per question type" in text
+    assert data["generated"] == len(final) + len(rejected)
+    assert sum(row["generated"] for row in data["final_by_type_and_filter"].values()) == data["generated"]
     pytest.importorskip("matplotlib")
     import shutil
 
@@ -166,3 +178,37 @@ def test_stats_print_and_plot(tmp_path, dataset):
     print_stats(copy, Console(record=True), plot=True)
     assert (copy / "stats" / "question_types.png").stat().st_size > 0
     assert collect(copy)["final"] == len(final)
+
+
+def test_stats_agree_with_the_outside_mcq_bias_tool(tmp_path):
+    """`synth stats`' key-is-longest and key-is-most-central rates are mcq_bias.py's (../shared/tools)."""
+    import subprocess
+    import sys
+
+    from test_filters import make_item
+
+    from synth.jsonl import write_atomic
+    from synth.models import Evidence
+
+    tool = Path(__file__).resolve().parents[2] / "shared" / "tools" / "mcq_bias.py"
+    if not tool.is_file():
+        pytest.skip("../shared/tools/mcq_bias.py is not beside this checkout")
+    probe = World(tmp_path / "probe")
+    traces, evidence = list(probe.traces().values()), probe.read("evidence.jsonl", Evidence)
+    answer = "I stopped hiding in the car and told Xiaomei everything about work and Mom."
+    perturbed = [answer.replace("Xiaomei", "my sister"), answer.replace("work", "money"), answer.replace("car", "van")]
+    items = [make_item(traces, evidence[0], number=0),  # neither longest nor central
+             make_item(traces, evidence[1], number=1, wrong=perturbed, correct="C"),  # central, not longest
+             make_item(traces, evidence[2], number=2, wrong=["No.", "Work.", "Mom."], correct="A"),  # both
+             make_item(traces, evidence[3], number=3, question_type="unanswerable")]  # not graded
+    out = tmp_path / "data"
+    (out / PID).mkdir(parents=True)
+    shutil.copy(probe.dir / "persona.jsonl", out / PID / "persona.jsonl")
+    write_atomic(out / PID / "final.jsonl", [FinalItem(**i.model_dump()) for i in items])
+    ours = collect(out)
+    result = subprocess.run([sys.executable, str(tool), str(out)], capture_output=True, text=True, check=True)
+    theirs = json.loads(result.stdout.strip().splitlines()[-1])
+    assert theirs["n"] == ours["answerable"] == 3
+    assert ours["correct_is_longest_rate"] == pytest.approx(theirs["key_longest_rate"], abs=1e-3)
+    assert ours["key_central_rate"] == pytest.approx(theirs["key_central_rate"], abs=1e-3)
+    assert (ours["correct_is_longest_rate"], ours["key_central_rate"]) == pytest.approx((1 / 3, 2 / 3), abs=1e-3)

@@ -16,6 +16,7 @@ from synth.models import (
     Evidence,
     EvidenceRef,
     FinalItem,
+    RefinementRound,
     Rejected,
     Trace,
     mint_id,
@@ -147,32 +148,79 @@ def test_near_duplicate_filter(parts):
     assert duplicate_problem(again, [], 0.85) == ""
 
 
-def test_blind_filter(parts):
+def checked(item: MCQ, votes: list[str]) -> Checked:
+    return Checked(id=item.id, supported=True, support_reason="", blind_votes=votes, blind_confidence=0.4,
+                   blind_reason="longest")
+
+
+def with_rounds(item: MCQ, *rounds: RefinementRound) -> MCQ:
+    return item.model_copy(update={"refinement": list(rounds)})
+
+
+def test_blind_filter_rejects_a_majority_of_no_context_picks_of_the_key_whatever_the_confidence(parts):
     traces, evidence, _ = parts
     item = make_item(list(traces.values()), evidence[0], correct="B")
-    confident = Checked(id=item.id, supported=True, support_reason="", blind_choice="B", blind_confidence=0.9,
-                        blind_reason="longest")
-    assert blind_problem(item, confident, 0.8, False) == (
-        "answered correctly without any context (B, confidence 0.90): longest")
-    assert blind_problem(item, confident.model_copy(update={"blind_confidence": 0.5}), 0.8, False) == ""
-    assert blind_problem(item, confident.model_copy(update={"blind_choice": "A"}), 0.8, False) == ""
+    # low stated confidence, but both samples pick the key: guessable by fact
+    assert blind_problem(item, checked(item, ["B", "B"]), False) == (
+        "answered correctly without any context by 2 of 2 picks (B, B): longest")
+    assert blind_problem(item, checked(item, ["B", "A"]), False) == ""  # a tie is no majority
+    # the refinement validator's last pick is a vote too
+    validated = with_rounds(item, RefinementRound(round=1, too_easy=False, reason="", validator_choice="B"))
+    assert "2 of 3 picks" in blind_problem(validated, checked(item, ["B", "C"]), False)
+    assert blind_problem(validated, checked(item, ["A", "C"]), False) == ""
     unanswerable = make_item(list(traces.values()), evidence[0], question_type="unanswerable")
-    e_pick = confident.model_copy(update={"blind_choice": "E"})
-    assert blind_problem(unanswerable, e_pick, 0.8, False) == ""
-    assert blind_problem(unanswerable, e_pick, 0.8, True) != ""
+    assert blind_problem(unanswerable, checked(unanswerable, ["E", "E"]), False) == ""
+    assert blind_problem(unanswerable, checked(unanswerable, ["E", "E"]), True) != ""
+
+
+def test_blind_samples_rotate_the_options_and_map_picks_back(parts):
+    traces, evidence, _ = parts
+    item = make_item(list(traces.values()), evidence[0], correct="B")
+    shown, back = filter_stage.blind_choices(item, 1)
+    assert [c["id"] for c in shown] == list("ABCDE")
+    assert shown[0]["text"] == item.choices[1].text and shown[4]["text"] == CANNOT_DETERMINE["en"]
+    assert back["A"] == "B" and back["E"] == "E"  # the judge's A is the item's B
+    assert filter_stage.blind_choices(item, 0)[0] == [c.model_dump() for c in item.choices]
+
+
+def test_single_answer_needs_the_verify_judges_confirmation(parts):
+    traces, evidence, _ = parts
+    item = make_item(list(traces.values()), evidence[0])
+    ok = RefinementRound(round=1, too_easy=False, reason="", validator_choice="A", supported=True)
+    assert filter_stage.single_answer_problem(with_rounds(item, ok)) == ""
+    two_right = ok.model_copy(update={"supported": False, "too_easy": True, "support_reason": "C holds too"})
+    assert filter_stage.single_answer_problem(with_rounds(item, two_right)) == "not exactly one right option: C holds too"
+    unverified = RefinementRound(round=2, too_easy=True, reason="easy", validator_choice="B", guard="")
+    assert "never verified" in filter_stage.single_answer_problem(with_rounds(item, ok, unverified))
+    assert filter_stage.single_answer_problem(item) == ""  # options from elsewhere: not this check's to judge
+    no_verify = RefinementRound(round=1, too_easy=False, reason="", validator_choice="A")
+    assert filter_stage.single_answer_problem(with_rounds(item, no_verify)) == ""  # refinement ran without it
+
+
+def test_dated_questions_and_centroid_keys_are_rejected(parts):
+    traces, evidence, _ = parts
+    dated = make_item(list(traces.values()), evidence[0], question="What did you tell Xiaomei in March?")
+    assert filter_stage.dated_question_problem(dated) == (
+        "the question names a month name ('March'); questions carry no explicit dates")
+    assert filter_stage.dated_question_problem(make_item(list(traces.values()), evidence[0])) == ""
+    perturbed = [ANSWER.replace("Xiaomei", "my sister"), ANSWER.replace("work", "money"),
+                 ANSWER.replace("the car", "the office")]
+    centroid = make_item(list(traces.values()), evidence[0], wrong=perturbed)
+    assert "most central" in filter_stage.centrality_problem(centroid, 0.05)
+    assert filter_stage.centrality_problem(make_item(list(traces.values()), evidence[0]), 0.05) == ""
 
 
 # --------------------------------------------------------------------------------------- the stage
 
 class Judges:
-    """A provider that answers the judge tasks by rule: unsupported when the question says UNSUPPORTED, a confident
-    correct blind answer when it says GUESSABLE, a confident wrong one otherwise."""
+    """A provider that answers the judge tasks by rule: unsupported when the question says UNSUPPORTED; the blind
+    judge picks the key (wherever a sample shows it) when the question says GUESSABLE, a wrong option otherwise."""
 
     name = "fake"
     key_env = None
 
     def __init__(self, correct: dict[str, str]) -> None:
-        self.correct = correct  # question text → correct choice
+        self.correct = correct  # question text → correct option's text
         self.seen: list[LLMRequest] = []
 
     async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
@@ -182,8 +230,9 @@ class Judges:
         if request.task == "filter_sufficiency":
             reply = {"supported": "UNSUPPORTED" not in question, "reason": "checked"}
         else:
-            right = self.correct[question]
-            pick = right if "GUESSABLE" in question else ("A" if right != "A" else "C")
+            shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCDE"}}
+            right = next(c for c, text in shown.items() if text == self.correct[question])
+            pick = right if "GUESSABLE" in question else next(c for c in "ABCD" if c != right)
             reply = {"choice": pick, "confidence": 0.95, "reason": "cue"}
         return ProviderResponse(text=json.dumps(reply), usage=Usage(input_tokens=10, output_tokens=5))
 
@@ -199,14 +248,21 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
                   wrong=["No way.", "Maybe.", "Never."]),  # correct option far longer: length
         make_item(traces, ev[2], number=2, question="UNSUPPORTED: how did the move change your weekends?"),
         make_item(traces, ev[3], number=3, question="GUESSABLE: what did you finally admit to Xiaomei?"),
-        make_item(traces, ev[30], number=4, question="Lin, how did you feel after the March talk?", asked=late),
+        make_item(traces, ev[30], number=4, question="Lin, how did you feel after the big talk?", asked=late),
         make_item(traces, ev[0], number=5, question="Lin, what made you open up to Xiaomei back then??"),
         make_item(traces, ev[4], number=6, question_type="unanswerable",
                   question="Which company did you finally pick after all that browsing?"),
         make_item(traces, ev[5], number=7, question="Tell me how fishing with your sisters shaped that year?",
                   correct="D").model_copy(update={"answer": "mismatch"}),  # format
+        make_item(traces, ev[6], number=8, question="What did you tell your sisters on Saturday?"),  # dated
+        with_rounds(make_item(traces, ev[7], number=9, question="Which worry did you finally drop, Lin?"),
+                    RefinementRound(round=3, too_easy=True, reason="", validator_choice="A", supported=False,
+                                    support_reason="C holds too")),  # single answer
+        make_item(traces, ev[8], number=10, question="What changed when you stopped hiding from everyone?",
+                  wrong=[ANSWER.replace("Xiaomei", "my sister"), ANSWER.replace("work", "money"),
+                         ANSWER.replace("the car", "the office")]),  # centrality
     ]
-    judges = Judges({i.question: i.correct_choice_id for i in items})
+    judges = Judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
     world = World(tmp_path / "out", provider=judges)
     from synth.jsonl import write_atomic
 
@@ -214,16 +270,20 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     world.run(filter_stage)
     final = world.read("final.jsonl", FinalItem)
     rejected = {r.id: r for r in world.read("rejected.jsonl", Rejected)}
-    expected = {1: "length", 2: "sufficiency", 3: "blind", 4: "temporal", 5: "duplicate", 7: "format"}
+    expected = {1: "length", 2: "sufficiency", 3: "blind", 4: "temporal", 5: "duplicate", 7: "format",
+                8: "dated_question", 9: "single_answer", 10: "centrality"}
     assert {r.id: r.filter for r in rejected.values()} == {items[n].id: f for n, f in expected.items()}
     assert all(r.reason for r in rejected.values())
     assert [i.id for i in final] == [items[0].id, items[6].id]
     for record in [*final, *(r for r in rejected.values() if r.filter != "format")]:
-        assert record.blind_choice in "ABCDE" and record.blind_choice and record.blind_confidence == 0.95
-    assert all(v.passed for v in final[0].verdicts) and {v.filter for v in final[0].verdicts} >= {
-        "format", "sufficiency", "blind", "length", "temporal", "duplicate"}
-    # a malformed item costs no model call; the others cost two each
-    assert len(judges.seen) == 2 * 7
+        assert record.blind_choice in "ABCDE" and record.blind_confidence == 0.95
+        assert len(record.blind_votes) == 2 + (record.id == items[9].id)  # two samples (+ the validator's pick)
+    assert rejected[items[3].id].blind_votes == [items[3].correct_choice_id] * 2  # both rotated samples found the key
+    assert all(v.passed for v in final[0].verdicts) and [v.filter for v in final[0].verdicts] == list(
+        filter_stage.FILTERS)  # every filter named, in order
+    # a malformed item costs no model call; the others cost three each (sufficiency and two blind samples)
+    assert len(judges.seen) == 3 * 10
+    assert {r.settings.temperature for r in judges.seen} == {0.0}  # judges do not sample
     # unanswerable: the sufficiency judge sees the arc's evidence up to the question time, not the item's (empty)
     prompt = next(r.messages[-1]["content"] for r in judges.seen
                   if r.task == "filter_sufficiency" and "Which company" in r.messages[-1]["content"])

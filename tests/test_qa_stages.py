@@ -47,7 +47,7 @@ CONFIG = conf.deep_merge(conf.preset_config("small"), {
     "qa": {"window_days": 60, "stride_days": 30, "types": list(QUESTION_TYPES), "target_per_type": 2,
            "plans_per_type": 3, "max_segment_evidence": 12},
     "distractors": {"rounds": 3, "length_ratio": 1.5},
-    "filter": {"length_ratio": 1.5, "dedup_threshold": 0.85, "blind_confidence": 0.8},
+    "filter": {"length_ratio": 1.5, "dedup_threshold": 0.85},
 })
 
 
@@ -231,34 +231,51 @@ def hand_qa(world: World, question_type: str = "causal") -> QA:
 
 
 def distractor_reply(texts=SAME_LENGTH) -> str:
-    return json.dumps({"distractors": [{"text": t, "why_wrong": "wrong trigger"} for t in texts]})
+    return json.dumps({"distractors": [{"text": t, "why_wrong": "another mechanism"} for t in texts]})
 
 
-def verdict_reply(too_easy: bool, reason: str, choice: str = "A") -> str:
-    return json.dumps({"choice": choice, "too_easy": too_easy, "reason": reason})
+def verdict_reply(needs_memory: bool, reason: str, choice: str = "A") -> str:
+    return json.dumps({"choice": choice, "needs_memory": needs_memory, "reason": reason})
 
 
-def test_refinement_loop_regenerates_until_the_validator_is_satisfied(world):
+def support_reply(key: bool = True, others: bool = True, notes=(), reason: str = "only the key holds") -> str:
+    return json.dumps({"key_supported": key, "others_ruled_out": others,
+                       "notes": [{"option": o, "problem": p} for o, p in notes], "reason": reason})
+
+
+def key_letter(qa: QA) -> str:
+    return "ABCD"[balanced_positions([qa.id])[qa.id]]
+
+
+def not_key(qa: QA) -> str:
+    return next(c for c in "ABCD" if c != key_letter(qa))
+
+
+def test_refinement_loop_regenerates_until_validator_and_verify_judge_agree(world):
     qa = hand_qa(world)
     # each round's options differ (identical options would replay the cached verdict, by design)
     world.fake.script = [
-        distractor_reply([t + " (1)" for t in SAME_LENGTH]), verdict_reply(True, "EASY-1: only one mentions Xiaomei"),
-        distractor_reply([t + " (2)" for t in SAME_LENGTH]), verdict_reply(True, "EASY-2: the others are generic"),
-        distractor_reply(), verdict_reply(False, "needs the trajectory", "C"),
+        distractor_reply([t + " (1)" for t in SAME_LENGTH]), verdict_reply(False, "EASY-1: only one mentions Xiaomei"),
+        # the validator calls it hard but picks the key: too easy by fact
+        distractor_reply([t + " (2)" for t in SAME_LENGTH]), verdict_reply(True, "looks hard", key_letter(qa)),
+        distractor_reply(), verdict_reply(True, "needs the trajectory", not_key(qa)), support_reply(),
     ]
     world.run(distractors_stage)
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert [(r.round, r.too_easy) for r in mcq.refinement] == [(1, True), (2, True), (3, False)]
-    assert mcq.refinement[-1].validator_choice == "C"
-    assert [r.task for r in world.fake.seen] == ["distractors", "distractors_validate"] * 3
+    assert [r.blind_correct for r in mcq.refinement] == [False, True, False]
+    assert mcq.refinement[-1].validator_choice == not_key(qa) and mcq.refinement[-1].supported is True
+    assert [r.task for r in world.fake.seen] == ["distractors", "distractors_validate"] * 3 + ["distractors_verify"]
     writes = [r.messages[-1]["content"] for r in world.fake.seen if r.task == "distractors"]
-    assert "EASY-1" not in writes[0] and "EASY-1" in writes[1] and "EASY-2" in writes[2]
+    assert "EASY-1" not in writes[0] and "EASY-1" in writes[1] and "picked the correct answer" in writes[2]
     for request in world.fake.seen:
+        text = " ".join(m["content"] for m in request.messages)
         if request.task == "distractors_validate":
-            text = " ".join(m["content"] for m in request.messages)
             assert "SECRET TRACE" not in text and "Statement" not in text  # no traces, no evidence
-    position = balanced_positions([qa.id])[qa.id]
-    assert mcq.correct_choice_id == "ABCD"[position] and mcq.choices[position].text == ANSWER
+            assert request.settings.temperature == 0.0  # a judge
+        if request.task == "distractors_verify":
+            assert "SECRET TRACE" in text and f"marked correct: {key_letter(qa)}" in text
+    assert mcq.correct_choice_id == key_letter(qa) and mcq.choices["ABCD".index(key_letter(qa))].text == ANSWER
     assert [c.id for c in mcq.choices] == list("ABCDE") and mcq.choices[4].text == CANNOT_DETERMINE["en"]
     # the three distractors closest in length to the answer are kept; the fourth is the spare
     kept = [c.text for c in mcq.choices[:4] if c.text != ANSWER]
@@ -266,37 +283,83 @@ def test_refinement_loop_regenerates_until_the_validator_is_satisfied(world):
     assert kept == [t for t in SAME_LENGTH if t != spare]
 
 
+def test_the_verify_judge_sends_a_second_right_option_back(world):
+    qa = hand_qa(world)
+    world.fake.script = [
+        distractor_reply([t + " (1)" for t in SAME_LENGTH]), verdict_reply(True, "hard", not_key(qa)),
+        support_reply(others=False, notes=[("C", "C-IS-ALSO-TRUE in March")], reason="two options hold"),
+        distractor_reply(), verdict_reply(True, "hard", not_key(qa)), support_reply(),
+    ]
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert [r.supported for r in mcq.refinement] == [False, True]
+    assert "C: C-IS-ALSO-TRUE" in mcq.refinement[0].support_reason
+    second_write = [r for r in world.fake.seen if r.task == "distractors"][1].messages[-1]["content"]
+    assert "C-IS-ALSO-TRUE" in second_write and "only the correct answer holds" in second_write
+
+
 def test_rounds_are_capped_and_the_last_options_stand(world):
-    hand_qa(world)
+    qa = hand_qa(world)
     world.config["distractors"]["rounds"] = 2
-    world.fake.script = [distractor_reply(), verdict_reply(True, "easy"),
-                         distractor_reply([t + "!" for t in SAME_LENGTH]), verdict_reply(True, "still easy")]
+    world.fake.script = [distractor_reply(), verdict_reply(False, "easy", not_key(qa)),
+                         distractor_reply([t + "!" for t in SAME_LENGTH]), verdict_reply(False, "still easy")]
     world.run(distractors_stage)
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert [r.too_easy for r in mcq.refinement] == [True, True]
-    assert len(world.fake.seen) == 4
     assert len(world.fake.seen) == 4 and mcq.refinement[-1].reason == "still easy"
+    assert mcq.refinement[-1].supported is None  # never verified: the filter's single_answer check rejects it
 
 
 def test_length_guard_asks_again_without_calling_the_validator(world):
-    hand_qa(world)
-    short = ["No.", "Work.", "My mom.", "Nothing."]
-    world.fake.script = [distractor_reply(short), distractor_reply(), verdict_reply(False, "fine")]
+    qa = hand_qa(world)
+    short = ["No way.", "Work stuff.", "My mom, mostly.", "Nothing much."]
+    world.fake.script = [distractor_reply(short), distractor_reply(), verdict_reply(True, "fine", not_key(qa)),
+                         support_reply()]
     world.run(distractors_stage)
     [mcq] = world.read("mcq.jsonl", MCQ)
-    assert [r.task for r in world.fake.seen] == ["distractors", "distractors", "distractors_validate"]
-    assert mcq.refinement[0].too_easy and mcq.refinement[0].reason.startswith("length guard")
+    assert [r.task for r in world.fake.seen] == ["distractors", "distractors", "distractors_validate",
+                                                 "distractors_verify"]
+    assert mcq.refinement[0].too_easy and mcq.refinement[0].guard == "key_too_long"
     assert mcq.refinement[0].validator_choice == ""
-    assert "length guard" in world.fake.seen[1].messages[-1]["content"]
+    assert "much longer than the longest distractor" in world.fake.seen[1].messages[-1]["content"]
+
+
+def test_a_centroid_key_is_rewritten_before_any_model_judges_it(world):
+    """Distractors that each swap one detail of the key make the key the options' centroid: caught by code."""
+    qa = hand_qa(world)
+    perturbed = [ANSWER.replace("Xiaomei", "my sister"), ANSWER.replace("weeks", "months"),
+                 ANSWER.replace("in the car downstairs", "at the office late"),
+                 ANSWER.replace("how lost I felt", "how angry I was")]
+    world.fake.script = [distractor_reply(perturbed), distractor_reply(), verdict_reply(True, "fine", not_key(qa)),
+                         support_reply()]
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert "key_central" in mcq.refinement[0].guard.split(",") and mcq.refinement[1].guard == ""
+    assert "read as variations of it" in world.fake.seen[1].messages[-1]["content"]
+    assert not mcq.refinement[-1].too_easy
 
 
 def test_unanswerable_items_make_e_correct_and_use_all_four_distractors(world):
     hand_qa(world, "unanswerable")
-    world.fake.script = [distractor_reply(), verdict_reply(False, "fine", "E")]
+    plain = ["I moved to Suzhou for a while to think.", "We adopted a small grey cat that spring.",
+             "I took a weekend pottery class with Old Zhang.", "Xiaomei found a new job near the river."]
+    world.fake.script = [distractor_reply(plain), verdict_reply(True, "fine", "B"), support_reply()]
     world.run(distractors_stage)
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert mcq.correct_choice_id == "E"
-    assert [c.text for c in mcq.choices] == [*SAME_LENGTH, CANNOT_DETERMINE["en"]]
+    assert [c.text for c in mcq.choices] == [*plain, CANNOT_DETERMINE["en"]]
+    verify = next(r for r in world.fake.seen if r.task == "distractors_verify")
+    assert "most related to the question" in verify.messages[-1]["content"]
+
+
+def test_unanswerable_inventions_far_longer_than_e_are_sent_back(world):
+    hand_qa(world, "unanswerable")
+    long = [t * 2 for t in SAME_LENGTH]
+    world.fake.script = [distractor_reply(long), distractor_reply(SAME_LENGTH), verdict_reply(True, "ok", "B"),
+                         support_reply()]
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert mcq.refinement[0].guard == "unanswerable_length" and not mcq.refinement[1].too_easy
 
 
 def test_correct_positions_are_deterministic_balanced_and_not_a_fixed_cycle():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from pydantic import ValidationError
 
 from synth import conf, settings
 from synth.models import (
@@ -175,7 +176,8 @@ def test_qa_write_variables_show_only_the_chosen_evidence_and_needed_traces():
     needed = qa.needed_traces(SEGMENT, plan.evidence)
     base = dt.datetime(2022, 3, 3, 21)
     variables = qa.write_variables({"persona": "P", "arcs": []}, "ARC", SEGMENT, plan, needed, base, SEG_TRACES,
-                                   SECTIONS.qa)
+                                   SECTIONS.qa, 280)
+    assert variables["max_answer_chars"] == 280
     assert [e["index"] for e in variables["evidence"]] == [1, 2]
     assert [t["content"] for t in variables["traces"]] == ["content of t1_1", "content of t2_3"]
     assert (variables["base_date"], variables["base_time"]) == ("2022-03-03", "2022-03-03T21:00")
@@ -191,8 +193,10 @@ def test_build_qa_grounds_the_item_and_asks_it_after_its_newest_trace():
     needed = qa.needed_traces(SEGMENT, plan.evidence)
     base = dt.datetime(2022, 3, 3, 21, 30)
     arc = type("Arc", (), {"id": "arc1", "dimension": "emotion"})()
-    answer = qa.write_model(30).model_validate({"question": " Why? ", "answer": " Because. ", "day_offset": 0,
-                                                "hour": 8})
+    answer = qa.write_model(30, 280).model_validate({"question": " Why? ", "answer": " Because. ", "day_offset": 0,
+                                                     "hour": 8})
+    with pytest.raises(ValidationError, match="at most 280 characters"):  # the cap that keeps options balanced
+        qa.write_model(30, 280).model_validate({"question": "Why?", "answer": "x" * 281, "day_offset": 0, "hour": 8})
     item = qa.build_qa(answer, plan, SEGMENT, arc, PID, base, needed)
     assert item.id == mint_id(PID, "qa", "causal", SEGMENT.key)
     assert (item.question, item.answer, item.dimension, item.arc_id) == ("Why?", "Because.", "emotion", "arc1")
@@ -248,10 +252,21 @@ def test_validate_variables_hide_evidence_and_traces():
 
 
 def test_rounds_and_the_mcq_record():
-    judged = distractors.judged_round(2, distractors.Verdict(choice="C", too_easy=False, reason="needs context"))
+    judged = distractors.judged_round(2, distractors.Verdict(choice="C", needs_memory=True, reason="needs context"), "A")
     assert judged == RefinementRound(round=2, too_easy=False, reason="needs context", validator_choice="C")
-    guarded = distractors.guarded_round(1, "length guard: …")
-    assert guarded.too_easy and guarded.validator_choice == "" and guarded.reason == "length guard: …"
+    # a blind pick of the key is too easy by fact, whatever the validator says
+    picked = distractors.judged_round(2, distractors.Verdict(choice="A", needs_memory=True, reason="hard"), "A")
+    assert picked.too_easy and picked.blind_correct
+    guarded = distractors.guarded_round(1, [("key_longest", "the correct option (18 characters) is the longest")])
+    assert guarded.too_easy and guarded.validator_choice == "" and guarded.guard == "key_longest"
+    assert distractors.feedback_entry(guarded) == {"round": 1, "kinds": ["key_longest"], "reason": "",
+                                                   "blind_correct": False, "unsupported": ""}
+    support = distractors.Support(key_supported=True, others_ruled_out=False,
+                                  notes=[distractors.OptionNote(option="C", problem="also true in March")],
+                                  reason="C holds too")
+    verified = distractors.verified_round(judged, support)
+    assert verified.too_easy and verified.supported is False and "C: also true in March" in verified.support_reason
+    assert distractors.feedback_entry(verified)["unsupported"] == verified.support_reason
     choices, correct = distractors.arrange(hand_qa(), ["w one", "w two", "w three", "w four"], "en", 0)
     mcq = distractors.build_mcq(hand_qa(), choices, correct, [guarded, judged])
     assert mcq.correct_choice_id == "A" and mcq.choices[0].text == "He finally talked."
@@ -297,8 +312,12 @@ def test_shown_evidence_for_answerable_and_unanswerable_items():
 
 
 def checked(item: MCQ, supported: bool = True, choice: str = "A", confidence: float = 0.9) -> filter.Checked:
+    """Two blind samples: the first shows the options as they are, the second rotated by one (A shows B, …)."""
     support = filter.Sufficiency(supported=supported, reason="thin")
-    return filter.build_checked(item.id, support, filter.Blind(choice=choice, confidence=confidence, reason="cue"))
+    rotated = {v: k for k, v in filter.blind_choices(item, 1)[1].items()}[choice]  # where sample 1 shows `choice`
+    blinds = [filter.Blind(choice=choice, confidence=confidence, reason="cue"),
+              filter.Blind(choice=rotated, confidence=confidence, reason="cue")]
+    return filter.build_checked(item, support, blinds)
 
 
 def test_item_problems_name_every_filter_in_order_and_format_alone_for_a_malformed_item():
@@ -311,7 +330,7 @@ def test_item_problems_name_every_filter_in_order_and_format_alone_for_a_malform
     found = dict(filter.item_problems(item, checked(item, supported=False, choice="B"), "", "a reviewer said no",
                                       DISTRACTOR_TRACES, SECTIONS.filter))
     assert found["sufficiency"] == "the evidence does not support the answer: thin"
-    assert found["blind"].startswith("answered correctly without any context (B, confidence 0.90)")
+    assert found["blind"].startswith("answered correctly without any context by 2 of 2 picks (B, B)")
     assert found["human_review"] == "a reviewer said no" and found["temporal"] == "" and found["length"] == ""
 
 
@@ -326,7 +345,8 @@ def test_decide_names_the_first_failure_and_judges_duplicates_against_kept_items
     assert [v.filter for v in final[0].verdicts] == list(filter.FILTERS)
     assert (final[0].blind_choice, final[0].blind_confidence) == ("A", 0.9)
     assert (rejected[1].blind_choice, rejected[1].blind_confidence) == ("", 0.0)  # never checked
-    assert problems[first.id] == ok and len(ok) == 6  # decide does not change the lists it was given
+    assert final[0].blind_votes == ["A", "A"]
+    assert problems[first.id] == ok and len(ok) == len(filter.FILTERS) - 1  # decide does not change its lists
 
 
 def test_human_verdicts_a_later_verdict_wins(tmp_path):

@@ -13,7 +13,8 @@ from synth.prompts import render
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 TEMPLATES = ("qa_plan.j2", "qa_write.j2", "distractors_write.j2", "distractors_validate.j2",
-             "filter_sufficiency.j2", "filter_blind.j2")
+             "distractors_verify.j2", "filter_sufficiency.j2", "filter_blind.j2")
+GIVEAWAY_KINDS = ("repeated_option", "key_too_long", "key_longest", "key_central", "unanswerable_length")
 
 
 @pytest.fixture(scope="module")
@@ -33,13 +34,20 @@ def variables(template: str, persona: Persona, arcs: list[LifeArc], language: st
                        "evidence": evidence},
         "qa_write.j2": {**common, "arc": arcs[0], "window_start": "2022-01-01", "window_end": "2022-03-01",
                         "evidence": evidence, "traces": traces, "temporal_scope": "SCOPE", "outline": "OUTLINE",
-                        "absent_topic": "ABSENT-TOPIC", "base_date": "2022-02-01", "base_time": "2022-02-01T21:00"},
+                        "absent_topic": "ABSENT-TOPIC", "base_date": "2022-02-01", "base_time": "2022-02-01T21:00",
+                        "max_answer_chars": 280},
         "distractors_write.j2": {**common, "dimension": "emotion", "question_time": "2022-03-02T20:00",
                                  "question": "QUESTION-TEXT", "answer": "ANSWER-TEXT",
                                  "unanswerable": question_type == "unanswerable",
                                  "cannot_determine": CANNOT_DETERMINE[language], "evidence": evidence,
                                  "traces": traces, "target_chars": 77,
-                                 "feedback": [{"round": 1, "reason": "FEEDBACK-REASON"}]},
+                                 "feedback": [{"round": 1, "kinds": [], "reason": "FEEDBACK-REASON",
+                                               "blind_correct": False, "unsupported": ""},
+                                              {"round": 2, "kinds": ["key_central"], "reason": "",
+                                               "blind_correct": True, "unsupported": "C-ALSO-HOLDS"}]},
+        "distractors_verify.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00",
+                                  "choices": choices, "correct": "B", "unanswerable": question_type == "unanswerable",
+                                  "evidence": evidence, "traces": traces},
         "distractors_validate.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00",
                                     "choices": choices},
         "filter_sufficiency.j2": {"question_type": question_type, "question": "QUESTION-TEXT",
@@ -101,7 +109,32 @@ def test_distractor_prompt_carries_feedback_length_and_the_unanswerable_switch(p
     answerable = render("distractors_write.j2", language="en",
                         **variables("distractors_write.j2", persona, arcs, "en"))[1]["content"]
     assert "FEEDBACK-REASON" in answerable and "77 characters" in answerable and "ANSWER-TEXT" in answerable
-    assert "wrong trigger" in answerable
+    assert "independently coherent alternative answer" in answerable and "not be the correct answer with one" in answerable
+    assert "picked the correct answer straight away" in answerable and "C-ALSO-HOLDS" in answerable
+    assert "wrong trigger" not in answerable  # alternatives, not perturbations that sit next to the truth
     unanswerable = render("distractors_write.j2", language="en",
                           **variables("distractors_write.j2", persona, arcs, "en", "unanswerable"))[1]["content"]
     assert CANNOT_DETERMINE["en"] in unanswerable and "nothing in the records supports it" in unanswerable
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_giveaway_kind_is_worded_for_the_writer(people, language):
+    """The refinement loop names a give-away by kind (synth.rules); the template words each one, in both languages."""
+    persona, arcs = people
+    base = variables("distractors_write.j2", persona, arcs, language)
+    texts = set()
+    for kind in GIVEAWAY_KINDS:
+        feedback = [{"round": 1, "kinds": [kind], "reason": "", "blind_correct": False, "unsupported": ""}]
+        task = render("distractors_write.j2", language=language, **{**base, "feedback": feedback})[1]["content"]
+        texts.add(task.split("round 1:" if language == "en" else "第 1 轮：")[1].strip())
+    assert len(texts) == len(GIVEAWAY_KINDS) and all(len(t) > 20 for t in texts)
+
+
+def test_the_verify_judge_sees_evidence_and_traces_and_the_key(people):
+    persona, arcs = people
+    task = render("distractors_verify.j2", language="en",
+                  **variables("distractors_verify.j2", persona, arcs, "en"))[1]["content"]
+    assert "EVIDENCE-ONE" in task and "TRACE-CONTENT" in task and "marked correct: B" in task
+    unanswerable = render("distractors_verify.j2", language="en",
+                          **variables("distractors_verify.j2", persona, arcs, "en", "unanswerable"))[1]["content"]
+    assert "TRACE-CONTENT" in unanswerable and "EVIDENCE-ONE" not in unanswerable  # the related traces only

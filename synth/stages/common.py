@@ -3,6 +3,8 @@ from an enum maps back to an id. Stages import these from here, never from each 
 
 from __future__ import annotations
 
+import datetime as dt
+
 from synth.models import LifeArc, MajorEvent, Persona, Trace
 from synth.settings import DistractorsSettings, FilterSettings, QASettings
 from synth.stage import StageContext
@@ -22,13 +24,13 @@ def unique_labels(names: list[str]) -> list[str]:
 
 def relation_labels(persona: Persona) -> dict[str, str]:
     """Label → relation id: what an enum of participants offers and how an answer maps back."""
-    return dict(zip(unique_labels([r.name for r in persona.relations]), (r.id for r in persona.relations)))
+    return dict(zip(unique_labels([r.name for r in persona.relations]), (r.id for r in persona.relations), strict=True))
 
 
 def arc_views(arcs: list[LifeArc]) -> list[dict]:
     """Arcs as templates see them: `label` is unique, so an enum of labels maps back to one arc id."""
     labels = unique_labels([a.title for a in arcs])
-    return [{**a.model_dump(mode="json"), "label": label} for a, label in zip(arcs, labels)]
+    return [{**a.model_dump(mode="json"), "label": label} for a, label in zip(arcs, labels, strict=True)]
 
 
 def persona_and_arcs(persona: Persona, arcs: list[LifeArc]) -> dict:
@@ -67,3 +69,23 @@ def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: QASettings
         out.append({"medium": trace.medium, "time": trace.time.isoformat(timespec="minutes"),
                     "content": trace.content[:chars]})
     return out
+
+
+class RelatedTraces:
+    """The persona's traces most related to a question (BM25, Chinese through jieba), among those written by a
+    given time: what a judge reads to confirm that the record does not answer an "unanswerable" question."""
+
+    def __init__(self, traces: list[Trace]) -> None:
+        from synth.eval.systems import BM25System
+
+        self.traces = traces
+        self.index = BM25System()
+        for trace in traces:
+            self.index.ingest({"id": trace.id, "medium": trace.medium, "content": trace.content})
+        self.time = {t.id: t.time for t in traces}
+
+    def before(self, question: str, when: dt.datetime, limit: int) -> list[str]:
+        if limit <= 0:
+            return []
+        ranked = self.index.retrieve(question, len(self.traces), None)
+        return [tid for tid in ranked if self.time[tid] <= when][:limit]

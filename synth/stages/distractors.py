@@ -1,4 +1,5 @@
-"""Stage `distractors`: free-text QA → multiple choice A–E, refined until a no-context validator finds it not too easy."""
+"""Stage `distractors`: free-text QA → multiple choice A–E whose wrong options are alternatives, not perturbations:
+refined until no give-away rule, no-context validator or verify judge finds fault."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from synth import rules
 from synth.llm.cache import content_hash
+from synth.llm.fake import estimate_tokens
 from synth.models import (
     CANNOT_DETERMINE,
     CHOICE_IDS,
@@ -23,7 +25,7 @@ from synth.models import (
 )
 from synth.settings import DistractorsSettings
 from synth.stage import Records, Stage, StageContext
-from synth.stages.common import trace_excerpts
+from synth.stages.common import RelatedTraces, answer_tokens, trace_excerpts
 
 
 class Distractor(BaseModel):
@@ -37,21 +39,35 @@ class DistractorSet(BaseModel):
 
 class Verdict(BaseModel):
     choice: Literal["A", "B", "C", "D", "E"]
-    too_easy: bool
+    needs_memory: bool  # false: surface cues are enough to pick the right option
     reason: str
 
 
-def balanced_positions(qa_ids: list[str]) -> dict[str, int]:
+class OptionNote(BaseModel):
+    option: Literal["A", "B", "C", "D", "E"]
+    problem: str
+
+
+class Support(BaseModel):
+    """The verify judge: with the evidence and traces, is the key right and every other option wrong?"""
+
+    key_supported: bool
+    others_ruled_out: bool
+    notes: list[OptionNote] = Field(max_length=5)  # each option that breaks the rule, and why
+    reason: str
+
+
+def balanced_positions(qa_ids: list[str], salt: str = "position") -> dict[str, int]:
     """Where each correct answer goes among A–D: every item's position is uniform over A–D, yet the persona's
     items are balanced (each block of four, in a seeded order, uses every position once), so the position
     distribution stays within a point or two of 25% instead of drifting as independent draws do on small sets.
-    Deterministic: keyed on the QA ids only."""
-    order = sorted(qa_ids, key=lambda qa_id: content_hash(["position", qa_id]))
+    Deterministic: keyed on the QA ids (and `salt`, so other balanced draws are independent of this one)."""
+    order = sorted(qa_ids, key=lambda qa_id: content_hash([salt, qa_id]))
     positions: dict[str, int] = {}
     for start in range(0, len(order), 4):
         block = order[start : start + 4]
         slots = [0, 1, 2, 3]
-        random.Random(content_hash(["positions", block])).shuffle(slots)
+        random.Random(content_hash([f"{salt}s", block])).shuffle(slots)
         positions.update(zip(block, slots, strict=False))  # the last block may be short
     return positions
 
@@ -75,17 +91,19 @@ def arrange(qa: QA, distractors: list[str], language: str, position: int) -> tup
     return [Choice(id=cid, text=text) for cid, text in zip(CHOICE_IDS, texts, strict=False)], correct
 
 
-def code_guard(qa: QA, distractors: list[str], language: str, length_ratio: float) -> str:
-    """Defects code can see before any validator (the filter's own rules, synth.rules): duplicates and a correct
-    option much longer than the rest."""
-    if rules.repeated_option(qa.answer, distractors, CANNOT_DETERMINE[language]):
-        return "two options say the same thing (or repeat the correct answer / option E); make all four distinct"
-    if rules.answerable(qa.question_type):
-        longest = max(len(t) for t in distractors)
-        if rules.length_problem(qa.answer, distractors, length_ratio):
-            return (f"length guard: the correct answer has {len(qa.answer)} characters but the longest distractor "
-                    f"only {longest}; write distractors of about {len(qa.answer)} characters, as detailed as it")
-    return ""
+def options_of(choices: list[Choice]) -> dict[str, str]:
+    return {c.id: c.text for c in choices}
+
+
+def code_guard(qa: QA, choices: list[Choice], correct: str, language: str, section: DistractorsSettings,
+               may_be_longest: bool) -> list[tuple[str, str]]:
+    """Model-free give-aways of this arrangement (synth.rules, the filter's own rules): repeated options, a key much
+    longer than the rest, a key that is their clear centroid, invented answers unlike option E — and a key that is
+    the longest option, unless this item is one of the quarter allowed to be (`may_be_longest`): a key that is
+    never the longest would be a give-away of its own."""
+    found = rules.giveaways(options_of(choices), correct, qa.question_type, CANNOT_DETERMINE[language],
+                            section.length_ratio, section.centrality_margin)
+    return [(kind, text) for kind, text in found if not (kind == "key_longest" and may_be_longest)]
 
 
 # ------------------------------------------------------------------- per task: prompt variables in, record out
@@ -96,9 +114,20 @@ def first_date(trace_ids: list[str], traces: dict[str, Trace]) -> str:
     return min(times).date().isoformat() if times else ""
 
 
+def option_chars(qa: QA, language: str) -> int:
+    """How long each option should be: the answer's length; for unanswerable items, option E's."""
+    return len(CANNOT_DETERMINE[language]) if qa.question_type == "unanswerable" else len(qa.answer)
+
+
+def write_tokens(qa: QA, language: str) -> int:
+    """Room for four options of the target length and their reasons (the answer's length sets the budget)."""
+    per_option = estimate_tokens("x" * option_chars(qa, language)) if language == "en" else option_chars(qa, language)
+    return 4 * (int(per_option * 1.5) + 80) + 120
+
+
 def write_variables(qa: QA, persona: Persona, arcs: list[LifeArc], traces: dict[str, Trace],
                     section: DistractorsSettings, language: str, feedback: list[dict]) -> dict:
-    """The distractor writer's prompt: the item, its evidence and traces, and the validator's earlier objections."""
+    """The distractor writer's prompt: the item, its evidence and traces, and what failed in earlier rounds."""
     evidence = [{"date": first_date(e.digital_trace_ids, traces), "statement": e.statement} for e in qa.evidence]
     return {
         "persona": persona, "arcs": arcs, "question_type": qa.question_type, "dimension": qa.dimension,
@@ -106,7 +135,7 @@ def write_variables(qa: QA, persona: Persona, arcs: list[LifeArc], traces: dict[
         "answer": qa.answer, "unanswerable": qa.question_type == "unanswerable",
         "cannot_determine": CANNOT_DETERMINE[language], "evidence": evidence,
         "traces": trace_excerpts([t for t in qa.digital_trace_ids if t in traces], traces, section),
-        "target_chars": len(qa.answer), "feedback": feedback,
+        "target_chars": option_chars(qa, language), "feedback": feedback,
     }
 
 
@@ -116,14 +145,44 @@ def validate_variables(qa: QA, choices: list[Choice]) -> dict:
             "choices": [c.model_dump() for c in choices]}
 
 
-def judged_round(number: int, judged: Verdict) -> RefinementRound:
-    return RefinementRound(round=number, too_easy=judged.too_easy, reason=judged.reason,
-                           validator_choice=judged.choice)
+def verify_variables(qa: QA, choices: list[Choice], correct: str, traces: dict[str, Trace], shown: list[str],
+                     section: DistractorsSettings) -> dict:
+    """The verify judge sees everything the item rests on: the options, the key, the evidence and the traces
+    (an unanswerable item's: the persona's traces most related to the question, up to the question time)."""
+    evidence = [{"date": first_date(e.digital_trace_ids, traces), "statement": e.statement} for e in qa.evidence]
+    return {"question": qa.question, "question_time": qa.question_time.isoformat(timespec="minutes"),
+            "choices": [c.model_dump() for c in choices], "correct": correct,
+            "unanswerable": qa.question_type == "unanswerable", "evidence": evidence,
+            "traces": trace_excerpts(shown, traces, section)}
 
 
-def guarded_round(number: int, problem: str) -> RefinementRound:
-    """A round the code guard failed: too easy by rule, no validator asked."""
-    return RefinementRound(round=number, too_easy=True, reason=problem, validator_choice="")
+def guarded_round(number: int, found: list[tuple[str, str]]) -> RefinementRound:
+    """A round the code guard failed: too easy by rule, no model asked."""
+    kinds = ",".join(kind for kind, _ in found)
+    return RefinementRound(round=number, too_easy=True, reason="; ".join(text for _, text in found),
+                           validator_choice="", guard=kinds)
+
+
+def judged_round(number: int, judged: Verdict, correct: str) -> RefinementRound:
+    """The validator's verdict compared with the key: a blind pick of the key is too easy by fact."""
+    picked = judged.choice == correct
+    return RefinementRound(round=number, too_easy=not judged.needs_memory or picked, reason=judged.reason,
+                           validator_choice=judged.choice, blind_correct=picked)
+
+
+def verified_round(judged: RefinementRound, support: Support) -> RefinementRound:
+    ok = support.key_supported and support.others_ruled_out
+    notes = "; ".join(f"{n.option}: {n.problem}" for n in support.notes)
+    return judged.model_copy(update={"supported": ok, "too_easy": judged.too_easy or not ok,
+                                     "support_reason": support.reason + (f" ({notes})" if notes else "")})
+
+
+def feedback_entry(verdict: RefinementRound) -> dict:
+    """What the writer is told about a failed round: the give-away kinds (worded by the template), the
+    validator's reason, and the verify judge's objections."""
+    return {"round": verdict.round, "kinds": [k for k in verdict.guard.split(",") if k],
+            "reason": verdict.reason if not verdict.guard else "", "blind_correct": verdict.blind_correct,
+            "unsupported": verdict.support_reason if verdict.supported is False else ""}
 
 
 def build_mcq(qa: QA, choices: list[Choice], correct: str, history: list[RefinementRound]) -> MCQ:
@@ -133,7 +192,11 @@ def build_mcq(qa: QA, choices: list[Choice], correct: str, history: list[Refinem
 # ------------------------------------------------------------------------------------------------ stage
 
 class Refiner:
-    """Writes and validates the options of one persona's questions; `refine` is the unit, one per question."""
+    """Writes, checks and validates the options of one persona's questions; `refine` is the unit, one per question.
+
+    A round: write four distractors → arrange → model-free give-aways (synth.rules) → the no-context validator
+    (its pick compared with the key) → the verify judge (key right, every other option wrong). The first round
+    that passes all stands; a failed round's reasons go back to the writer."""
 
     def __init__(self, ctx: StageContext, items: list[QA]) -> None:
         self.ctx = ctx
@@ -142,7 +205,18 @@ class Refiner:
         self.traces = ctx.traces_by_id
         self.section: DistractorsSettings = ctx.section
         self.rounds = max(1, self.section.rounds)
-        self.positions = balanced_positions([qa.id for qa in items if qa.question_type != "unanswerable"])
+        answerable = [qa.id for qa in items if qa.question_type != "unanswerable"]
+        self.positions = balanced_positions(answerable)
+        # a balanced quarter of the items may keep the key as the longest option (chance level, not zero)
+        self.may_be_longest = {qa_id for qa_id, slot in balanced_positions(answerable, "longest").items() if slot == 0}
+        self._related: RelatedTraces | None = None
+
+    def shown_traces(self, qa: QA) -> list[str]:
+        if qa.question_type != "unanswerable":
+            return [t for t in qa.digital_trace_ids if t in self.traces]
+        if self._related is None:
+            self._related = RelatedTraces(self.ctx.traces)
+        return self._related.before(qa.question, qa.question_time, self.section.related_traces)
 
     async def refine(self, qa: QA) -> Records:
         history: list[RefinementRound] = []
@@ -153,28 +227,33 @@ class Refiner:
             history.append(verdict)
             if not verdict.too_easy:
                 break
-            feedback.append({"round": number, "reason": verdict.reason})
-        # Out of rounds: the last options stand; the filter's blind test and length check judge them again.
+            feedback.append(feedback_entry(verdict))
+        # Out of rounds: the last options stand; the filter judges them again (and rejects what still fails).
         return {"mcq.jsonl": [build_mcq(qa, choices, correct, history)]}
 
     async def attempt(self, qa: QA, number: int, feedback: list[dict]) -> tuple[list[Choice], str, RefinementRound]:
-        """One round: write four distractors, arrange the options, then the code guard or the validator judges."""
         language = self.ctx.language
         written = await self.ctx.ask("distractors", "distractors_write.j2",
                                      write_variables(qa, self.persona, self.arcs, self.traces, self.section,
-                                                     language, feedback), DistractorSet)
+                                                     language, feedback), DistractorSet,
+                                     max_tokens=answer_tokens(self.ctx, write_tokens(qa, language)))
         texts = [d.text.strip() for d in written.distractors]
         choices, correct = arrange(qa, texts, language, self.positions.get(qa.id, 0))
-        problem = code_guard(qa, texts, language, self.section.length_ratio)
-        if problem:
-            return choices, correct, guarded_round(number, problem)
-        judged = await self.ctx.ask("distractors_validate", "distractors_validate.j2",
-                                    validate_variables(qa, choices), Verdict)
-        return choices, correct, judged_round(number, judged)
+        found = code_guard(qa, choices, correct, language, self.section, qa.id in self.may_be_longest)
+        if found:
+            return choices, correct, guarded_round(number, found)
+        judged = judged_round(number, await self.ctx.ask("distractors_validate", "distractors_validate.j2",
+                                                         validate_variables(qa, choices), Verdict), correct)
+        if judged.too_easy or not self.section.verify:
+            return choices, correct, judged
+        support = await self.ctx.ask("distractors_verify", "distractors_verify.j2",
+                                     verify_variables(qa, choices, correct, self.traces, self.shown_traces(qa),
+                                                      self.section), Support)
+        return choices, correct, verified_round(judged, support)
 
 
 async def run(ctx: StageContext) -> None:
-    items: list[QA] = ctx.read("qa.jsonl")
+    items: list[QA] = ctx.qa
     refiner = Refiner(ctx, items)
     await ctx.units([(qa.id, partial(refiner.refine, qa)) for qa in items])
 
@@ -183,8 +262,10 @@ STAGE = Stage(
     name="distractors",
     reads=("persona.jsonl", "arcs.jsonl", "traces.jsonl", "qa.jsonl"),
     writes=("mcq.jsonl",),
-    templates=("distractors_write.j2", "distractors_validate.j2"),
-    tasks=("distractors", "distractors_validate"),
+    templates=("distractors_write.j2", "distractors_validate.j2", "distractors_verify.j2"),
+    tasks=("distractors", "distractors_validate", "distractors_verify"),
+    judges=("distractors_validate", "distractors_verify"),
     body=run,
-    help="Four distractors per question, regenerated while a no-context validator finds the item too easy.",
+    help="Four distractors per question, rewritten while a give-away rule, the no-context validator or the verify "
+         "judge finds fault.",
 )

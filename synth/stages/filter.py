@@ -30,7 +30,8 @@ from synth.stats import (
 )
 
 # The order in which filters are named; an item's rejection names the first that failed.
-FILTERS = ("format", "sufficiency", "blind", "length", "temporal", "duplicate", "human_review")
+FILTERS = ("format", "dated_question", "single_answer", "sufficiency", "blind", "length", "centrality", "temporal",
+           "duplicate", "human_review")
 REVIEW_FILE = "review_verdicts.jsonl"  # written by `synth review --import`; human rejections survive a re-run
 
 
@@ -114,14 +115,31 @@ def duplicate_problem(item: MCQ, kept: list[MCQ], threshold: float) -> str:
 # --------------------------------------------------------------------------------------- model filters
 
 class Checked(BaseModel):
-    """A check unit's record (journaled, not written out): both model judgements of one item."""
+    """A check unit's record (journaled, not written out): the model judgements of one item."""
 
     id: str
     supported: bool
     support_reason: str
-    blind_choice: str
-    blind_confidence: float
+    blind_votes: list[str]  # each blind sample's pick, mapped back to the item's own letters
+    blind_confidence: float  # the first sample's
     blind_reason: str
+
+
+def blind_order(count: int, sample: int) -> list[int]:
+    """Sample k shows A–D rotated by k (E stays last): the same judge, a different order each time, so a pick
+    that follows the content and not the position is what counts."""
+    shift = sample % count
+    return list(range(shift, count)) + list(range(shift))
+
+
+def blind_choices(item: MCQ, sample: int) -> tuple[list[dict], dict[str, str]]:
+    """The options as sample `sample` shows them, and shown letter → the item's own letter."""
+    heads = [c for c in item.choices if c.id in rules.POSITIONS]
+    tail = [c for c in item.choices if c.id not in rules.POSITIONS]
+    shown = [heads[i] for i in blind_order(len(heads), sample)] + tail
+    letters = [c.id for c in item.choices]
+    return ([{"id": letters[n], "text": c.text} for n, c in enumerate(shown)],
+            {letters[n]: c.id for n, c in enumerate(shown)})
 
 
 def first_seen(traces: Iterable[Trace]) -> dict[str, dt.datetime]:
@@ -155,15 +173,16 @@ def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace]
     }
 
 
-def blind_variables(item: MCQ) -> dict:
-    """The blind test sees the question, its time and the options: no context at all."""
+def blind_variables(item: MCQ, sample: int = 0) -> dict:
+    """The blind test sees the question, its time and the options (rotated per sample): no context at all."""
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
-            "choices": [c.model_dump() for c in item.choices]}
+            "choices": blind_choices(item, sample)[0]}
 
 
-def build_checked(item_id: str, support: Sufficiency, blind: Blind) -> Checked:
-    return Checked(id=item_id, supported=support.supported, support_reason=support.reason,
-                   blind_choice=blind.choice, blind_confidence=blind.confidence, blind_reason=blind.reason)
+def build_checked(item: MCQ, support: Sufficiency, blinds: list[Blind]) -> Checked:
+    votes = [blind_choices(item, k)[1].get(b.choice, b.choice) for k, b in enumerate(blinds)]
+    return Checked(id=item.id, supported=support.supported, support_reason=support.reason, blind_votes=votes,
+                   blind_confidence=blinds[0].confidence, blind_reason=blinds[0].reason)
 
 
 class Judge:
@@ -182,25 +201,66 @@ class Judge:
         return await self.ctx.ask("filter_sufficiency", "filter_sufficiency.j2",
                                   sufficiency_variables(item, shown, self.traces, self.section), Sufficiency)
 
-    async def blind(self, item: MCQ) -> Blind:
-        return await self.ctx.ask("filter_blind", "filter_blind.j2", blind_variables(item), Blind)
+    async def blind(self, item: MCQ, sample: int) -> Blind:
+        return await self.ctx.ask("filter_blind", "filter_blind.j2", blind_variables(item, sample), Blind,
+                                  sample=sample)
 
     async def check(self, item: MCQ) -> Records:
-        # Independent judgements: ask both at once (one level off the stage's critical path).
-        support, blind = await asyncio.gather(self.sufficiency(item), self.blind(item))
-        return {"checks": [build_checked(item.id, support, blind)]}
+        # Independent judgements: ask them all at once (one level off the stage's critical path).
+        support, *blinds = await asyncio.gather(self.sufficiency(item), *(
+            self.blind(item, k) for k in range(self.section.blind_samples)))
+        return {"checks": [build_checked(item, support, blinds)]}
 
 
 def support_problem(checked: Checked) -> str:
     return "" if checked.supported else f"the evidence does not support the answer: {checked.support_reason}"
 
 
-def blind_problem(item: MCQ, checked: Checked, threshold: float, unanswerable_too: bool) -> str:
+def blind_votes(item: MCQ, checked: Checked) -> list[str]:
+    """Every no-context pick of this item: the refinement validator's last (when it made one), then the filter's."""
+    last = item.refinement[-1].validator_choice if item.refinement else ""
+    return ([last] if last else []) + list(checked.blind_votes)
+
+
+def blind_problem(item: MCQ, checked: Checked, unanswerable_too: bool) -> str:
+    """A majority of no-context picks lands on the key: guessable, whatever confidence the judge stated."""
     if not answerable(item) and not unanswerable_too:
-        return ""  # with no context, "cannot be determined" is the honest pick; the test says nothing here
-    if checked.blind_choice == item.correct_choice_id and checked.blind_confidence >= threshold:
-        return (f"answered correctly without any context ({checked.blind_choice}, confidence "
-                f"{checked.blind_confidence:.2f}): {checked.blind_reason}")
+        return ""
+    votes = blind_votes(item, checked)
+    right = sum(vote == item.correct_choice_id for vote in votes)
+    if votes and right * 2 > len(votes):
+        return (f"answered correctly without any context by {right} of {len(votes)} picks "
+                f"({', '.join(votes)}): {checked.blind_reason}")
+    return ""
+
+
+def single_answer_problem(item: MCQ) -> str:
+    """The verify judge must have confirmed the final options (key right, every other option wrong). Options that
+    came from elsewhere (no refinement record) are not judged here."""
+    if not item.refinement:
+        return ""
+    last = item.refinement[-1]
+    if last.supported is True or (last.supported is None and not last.too_easy):
+        return ""  # confirmed, or refinement ran without the verify judge
+    if last.supported is False:
+        return f"not exactly one right option: {last.support_reason}"
+    return f"the final options were never verified (the last round stopped at: {last.guard or last.reason})"
+
+
+def dated_question_problem(item: MCQ) -> str:
+    found = rules.explicit_date(item.question)
+    return f"the question names {found}; questions carry no explicit dates" if found else ""
+
+
+def centrality_problem(item: MCQ, margin: float) -> str:
+    """The key as the centroid of the options (distractors that perturb it): rejected by a clear margin."""
+    if not answerable(item):
+        return ""
+    options = {c.id: c.text for c in item.choices}
+    lead = rules.centrality_margin(options, item.correct_choice_id)
+    if lead > 0 and lead >= margin:
+        return (f"the correct option is the most central (mean word overlap {lead:+.2f} above the next option): "
+                "the distractors read as variations of it")
     return ""
 
 
@@ -228,10 +288,11 @@ def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review
         return [("format", format_reason)]
     assert checked is not None, f"{item.id}: a well-formed item is decided only after its model checks"
     return [
-        ("format", ""), ("sufficiency", support_problem(checked)),
-        ("blind", blind_problem(item, checked, section.blind_confidence, section.blind_unanswerable)),
-        ("length", length_problem(item, section.length_ratio)), ("temporal", temporal_problem(item, traces)),
-        ("human_review", review_reason),
+        ("format", ""), ("dated_question", dated_question_problem(item)), ("single_answer", single_answer_problem(item)),
+        ("sufficiency", support_problem(checked)), ("blind", blind_problem(item, checked, section.blind_unanswerable)),
+        ("length", length_problem(item, section.length_ratio)),
+        ("centrality", centrality_problem(item, section.centrality_margin)),
+        ("temporal", temporal_problem(item, traces)), ("human_review", review_reason),
     ]
 
 
@@ -246,8 +307,10 @@ def decide(items: list[MCQ], checks: dict[str, Checked], problems: dict[str, lis
         if not any(reason for _, reason in found):
             found.insert(FILTERS.index("duplicate"), ("duplicate", duplicate_problem(item, final, threshold)))
         verdicts = [FilterVerdict(filter=name, passed=not reason, reason=reason) for name, reason in found]
-        record = FinalItem(**item.model_dump(), blind_choice=checked.blind_choice if checked else "",
-                           blind_confidence=checked.blind_confidence if checked else 0.0, verdicts=verdicts)
+        votes = blind_votes(item, checked) if checked else []
+        record = FinalItem(**item.model_dump(), blind_choice=checked.blind_votes[0] if checked else "",
+                           blind_confidence=checked.blind_confidence if checked else 0.0, blind_votes=votes,
+                           verdicts=verdicts)
         failing = next((v for v in verdicts if not v.passed), None)
         if failing is None:
             final.append(record)
@@ -263,7 +326,7 @@ def check_key(item: MCQ) -> str:
 async def run(ctx: StageContext) -> dict[str, list]:
     section: FilterSettings = ctx.section
     judge = Judge(ctx)
-    items: list[MCQ] = ctx.read("mcq.jsonl")
+    items: list[MCQ] = ctx.mcq
     evidence_ids = {e.id for e in judge.evidence}
     min_chars = section.min_option_chars[ctx.language]
     formats = {i.id: format_problem(i, ctx.language, judge.traces, evidence_ids, min_chars) for i in items}
@@ -298,6 +361,7 @@ STAGE = Stage(
     reads=("persona.jsonl", "evidence.jsonl", "traces.jsonl", "mcq.jsonl"),
     writes=("final.jsonl", "rejected.jsonl"),
     templates=("filter_sufficiency.j2", "filter_blind.j2"),
+    judges=("filter_sufficiency", "filter_blind"),
     tasks=("filter_sufficiency", "filter_blind"),
     body=run,
     help="Format, evidence sufficiency, blind test, option length, temporal leakage, near-duplicates, human review.",

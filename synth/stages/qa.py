@@ -40,12 +40,13 @@ def plan_model(count: int) -> type[BaseModel]:
 
 
 @lru_cache(maxsize=None)
-def write_model(max_day: int) -> type[BaseModel]:
-    """The written item; the question time is a bounded day offset and hour, so it stays inside the timeline."""
+def write_model(max_day: int, max_answer_chars: int) -> type[BaseModel]:
+    """The written item; the question time is a bounded day offset and hour, so it stays inside the timeline; the
+    answer is capped so that four distractors of its length fit the distractor task's budget."""
     return create_model(
         "QAWrite",
         question=(str, Field(min_length=1)),
-        answer=(str, Field(min_length=1)),
+        answer=(str, Field(min_length=1, max_length=max_answer_chars)),
         day_offset=(int, Field(ge=0, le=max_day)),
         hour=(int, Field(ge=HOURS[0], le=HOURS[1])),
     )
@@ -173,13 +174,14 @@ def question_base(question_type: str, segment: Segment, needed: dict[str, list[s
 
 
 def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, needed: dict[str, list[str]],
-                    base: dt.datetime, traces: dict[str, Trace], section: QASettings) -> dict:
+                    base: dt.datetime, traces: dict[str, Trace], section: QASettings, max_answer_chars: int) -> dict:
     return {
         **segment_variables(common, arc, segment, plan.question_type),
         "evidence": _entries(segment, plan.evidence, traces),
         "traces": trace_excerpts(trace_ids_of(needed), traces, section),
         "temporal_scope": plan.temporal_scope, "outline": plan.outline, "absent_topic": plan.absent_topic,
         "base_date": base.date().isoformat(), "base_time": base.isoformat(timespec="minutes"),
+        "max_answer_chars": max_answer_chars,
     }
 
 
@@ -229,9 +231,10 @@ class Planner:
         arc = self.arc_by_id[segment.arc_id]
         needed = needed_traces(segment, plan.evidence)
         base = question_base(plan.question_type, segment, needed, self.traces)
-        variables = write_variables(self.common, arc, segment, plan, needed, base, self.traces, self.section)
+        cap = self.section.max_answer_chars[self.ctx.language]
+        variables = write_variables(self.common, arc, segment, plan, needed, base, self.traces, self.section, cap)
         answer = await self.ctx.ask("qa_write", "qa_write.j2", variables,
-                                    write_model(max_day_offset(base, self.persona, self.section)))
+                                    write_model(max_day_offset(base, self.persona, self.section), cap))
         return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, base, needed)]}
 
 
