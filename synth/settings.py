@@ -89,6 +89,10 @@ class FilterSettings(Section):
     blind_samples: int = Field(ge=1, le=8)
     blind_unanswerable: bool
     centrality_margin: float = Field(ge=0, le=1)
+    related_traces: int = Field(ge=0)
+    min_span_days: int = Field(ge=0)
+    single_trace_max: int = Field(ge=0)
+    single_trace_confidence: float = Field(ge=0, le=1)
     min_option_chars: dict[Literal["en", "zh"], int]
     sufficiency_max_evidence: int = Field(ge=1)
     trace_chars: int = Field(ge=1)

@@ -229,6 +229,11 @@ class Judges:
         question = next(q for q in self.correct if q in prompt)
         if request.task == "filter_sufficiency":
             reply = {"supported": "UNSUPPORTED" not in question, "reason": "checked"}
+        elif request.task == "filter_single_trace":  # ONE-TRACE: any one of its traces gives the key away
+            shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCDE"}}
+            right = next(c for c, text in shown.items() if text == self.correct[question])
+            pick = right if "ONE-TRACE" in question else next(c for c in "ABCD" if c != right)
+            reply = {"choice": pick, "confidence": 0.95, "reason": "one record"}
         else:
             shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCDE"}}
             right = next(c for c, text in shown.items() if text == self.correct[question])
@@ -251,7 +256,7 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
         make_item(traces, ev[30], number=4, question="Lin, how did you feel after the big talk?", asked=late),
         make_item(traces, ev[0], number=5, question="Lin, what made you open up to Xiaomei back then??"),
         make_item(traces, ev[4], number=6, question_type="unanswerable",
-                  question="Which company did you finally pick after all that browsing?"),
+                  question="Which company did you finally pick for the thing in your diary?"),
         make_item(traces, ev[5], number=7, question="Tell me how fishing with your sisters shaped that year?",
                   correct="D").model_copy(update={"answer": "mismatch"}),  # format
         make_item(traces, ev[6], number=8, question="What did you tell your sisters on Saturday?"),  # dated
@@ -261,6 +266,9 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
         make_item(traces, ev[8], number=10, question="What changed when you stopped hiding from everyone?",
                   wrong=[ANSWER.replace("Xiaomei", "my sister"), ANSWER.replace("work", "money"),
                          ANSWER.replace("the car", "the office")]),  # centrality
+        make_item(traces, ev[9], number=11, question="ONE-TRACE: what did you decide after that long week, Lin?"),
+        make_item(traces, ev[10], number=12, question_type="comparison",
+                  question="How does the way you talk to Xiaomei compare with how it was before?"),  # span
     ]
     judges = Judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
     world = World(tmp_path / "out", provider=judges)
@@ -271,7 +279,8 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     final = world.read("final.jsonl", FinalItem)
     rejected = {r.id: r for r in world.read("rejected.jsonl", Rejected)}
     expected = {1: "length", 2: "sufficiency", 3: "blind", 4: "temporal", 5: "duplicate", 7: "format",
-                8: "dated_question", 9: "single_answer", 10: "centrality"}
+                8: "dated_question", 9: "single_answer", 10: "centrality", 11: "single_point",
+                12: "multi_point_span"}
     assert {r.id: r.filter for r in rejected.values()} == {items[n].id: f for n, f in expected.items()}
     assert all(r.reason for r in rejected.values())
     assert [i.id for i in final] == [items[0].id, items[6].id]
@@ -281,14 +290,51 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     assert rejected[items[3].id].blind_votes == [items[3].correct_choice_id] * 2  # both rotated samples found the key
     assert all(v.passed for v in final[0].verdicts) and [v.filter for v in final[0].verdicts] == list(
         filter_stage.FILTERS)  # every filter named, in order
-    # a malformed item costs no model call; the others cost three each (sufficiency and two blind samples)
-    assert len(judges.seen) == 3 * 10
+    # a malformed item costs no model call; the others cost three each (sufficiency and two blind samples), and
+    # a multi-point item one more per needed trace it is tested on alone (at most two)
+    singles = sum(len(filter_stage.single_trace_ids(i, 2)) for i in items if i.id != items[7].id)
+    assert singles >= 10 and len(judges.seen) == 3 * 12 + singles
+    assert sum(r.task == "filter_single_trace" for r in judges.seen) == singles
+    one = next(r.messages[-1]["content"] for r in judges.seen if r.task == "filter_single_trace")
+    assert one.count("--- ") == 1  # exactly one record shown
     assert {r.settings.temperature for r in judges.seen} == {0.0}  # judges do not sample
     # unanswerable: the sufficiency judge sees the arc's evidence up to the question time, not the item's (empty)
     prompt = next(r.messages[-1]["content"] for r in judges.seen
                   if r.task == "filter_sufficiency" and "Which company" in r.messages[-1]["content"])
-    assert "Statement" in prompt
+    assert "Statement" in prompt and "most related to the question, from every life arc" in prompt
+    assert "--- " in prompt  # it reads traces, not only the arc's statements
     report = json.loads((world.dir / "filter_report.json").read_text())
     assert report["kept"] == 2 and report["rejected_by_filter"]["length"] == 1
     assert set(report["final"]["positions"]) == {"A", "B", "C", "D"}
     assert 0 <= report["final"]["correct_is_longest_rate"] <= 1
+
+
+def test_comparison_and_trajectory_evidence_must_span_days_and_traces(parts):
+    traces, evidence, _ = parts
+    ordered = sorted(traces.values(), key=lambda t: t.time)
+    early, late = ordered[0], next(t for t in ordered if (t.time - ordered[0].time).days >= 14)
+    near = next(t for t in ordered[1:] if 0 < (t.time - early.time).days < 14)
+
+    def item_on(*chosen: Trace, question_type: str = "comparison") -> MCQ:
+        base = make_item(list(traces.values()), evidence[0], question_type=question_type)
+        refs = [EvidenceRef(statement="s", evidence_id=evidence[0].id, digital_trace_ids=[t.id for t in chosen])]
+        return base.model_copy(update={"evidence": refs, "digital_trace_ids": [t.id for t in chosen]})
+
+    assert filter_stage.span_problem(item_on(early, late), traces, 14) == ""
+    assert "needs at least 14" in filter_stage.span_problem(item_on(early, near), traces, 14)
+    assert "needs two or more" in filter_stage.span_problem(item_on(early), traces, 14)
+    assert filter_stage.span_problem(item_on(early, question_type="causal"), traces, 14) == ""  # not a spanning type
+
+
+def test_one_trace_that_gives_the_key_away_makes_a_single_point_item(parts):
+    traces, evidence, _ = parts
+    item = make_item(list(traces.values()), evidence[0], correct="B")
+    hit = filter_stage.SingleTrace(trace_id="t9", choice="B", confidence=0.9)
+    base = checked(item, ["A", "C"])
+    assert filter_stage.single_point_problem(item, base.model_copy(update={"single_trace": [hit]}), 0.8) == (
+        "trace t9 alone gives the answer (B, confidence 0.90): a single-point item in disguise")
+    unsure = hit.model_copy(update={"confidence": 0.5})
+    assert filter_stage.single_point_problem(item, base.model_copy(update={"single_trace": [unsure]}), 0.8) == ""
+    wrong = hit.model_copy(update={"choice": "A"})
+    assert filter_stage.single_point_problem(item, base.model_copy(update={"single_trace": [wrong]}), 0.8) == ""
+    assert filter_stage.single_trace_ids(make_item(list(traces.values()), evidence[0], question_type="factual"), 2) == []

@@ -13,7 +13,7 @@ from synth.prompts import render
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 TEMPLATES = ("qa_plan.j2", "qa_write.j2", "distractors_write.j2", "distractors_validate.j2",
-             "distractors_verify.j2", "filter_sufficiency.j2", "filter_blind.j2")
+             "distractors_verify.j2", "filter_sufficiency.j2", "filter_blind.j2", "filter_single_trace.j2")
 GIVEAWAY_KINDS = ("repeated_option", "key_too_long", "key_longest", "key_central", "unanswerable_length")
 
 
@@ -51,9 +51,12 @@ def variables(template: str, persona: Persona, arcs: list[LifeArc], language: st
         "distractors_validate.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00",
                                     "choices": choices},
         "filter_sufficiency.j2": {"question_type": question_type, "question": "QUESTION-TEXT",
+                                  "question_time": "2022-03-02T20:00",
                                   "answer": "ANSWER-TEXT", "unanswerable": question_type == "unanswerable",
                                   "evidence": evidence, "traces": traces},
         "filter_blind.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00", "choices": choices},
+        "filter_single_trace.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00",
+                                   "choices": choices, "traces": traces},
     }[template]
 
 
@@ -138,3 +141,12 @@ def test_the_verify_judge_sees_evidence_and_traces_and_the_key(people):
     unanswerable = render("distractors_verify.j2", language="en",
                           **variables("distractors_verify.j2", persona, arcs, "en", "unanswerable"))[1]["content"]
     assert "TRACE-CONTENT" in unanswerable and "EVIDENCE-ONE" not in unanswerable  # the related traces only
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_sufficiency_judge_checks_the_premise_as_well_as_the_answer(people, language):
+    persona, arcs = people
+    task = render("filter_sufficiency.j2", language=language,
+                  **variables("filter_sufficiency.j2", persona, arcs, language))[1]["content"]
+    assert ("premise" in task) if language == "en" else ("前提" in task)
+    assert "2022-03-02T20:00" in task  # the premise must hold before the question time

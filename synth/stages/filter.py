@@ -20,7 +20,7 @@ from synth.jsonl import write_json_atomic
 from synth.models import MCQ, Evidence, FilterVerdict, FinalItem, Rejected, Trace
 from synth.settings import FilterSettings
 from synth.stage import Records, Stage, StageContext
-from synth.stages.common import trace_excerpts
+from synth.stages.common import RelatedTraces, trace_excerpts
 from synth.stats import (
     answerable,
     bias_report,
@@ -30,8 +30,11 @@ from synth.stats import (
 )
 
 # The order in which filters are named; an item's rejection names the first that failed.
-FILTERS = ("format", "dated_question", "single_answer", "sufficiency", "blind", "length", "centrality", "temporal",
-           "duplicate", "human_review")
+FILTERS = ("format", "dated_question", "multi_point_span", "single_answer", "sufficiency", "single_point", "blind",
+           "length", "centrality", "temporal", "duplicate", "human_review")
+# question types whose answer must need several points: the single-trace test runs on them
+MULTI_POINT = ("comparison", "trajectory", "pattern", "causal", "counterfactual", "inference")
+SPANNING = ("comparison", "trajectory")  # their evidence must also span min_span_days over two or more traces
 REVIEW_FILE = "review_verdicts.jsonl"  # written by `synth review --import`; human rejections survive a re-run
 
 
@@ -114,6 +117,12 @@ def duplicate_problem(item: MCQ, kept: list[MCQ], threshold: float) -> str:
 
 # --------------------------------------------------------------------------------------- model filters
 
+class SingleTrace(BaseModel):
+    trace_id: str
+    choice: str
+    confidence: float
+
+
 class Checked(BaseModel):
     """A check unit's record (journaled, not written out): the model judgements of one item."""
 
@@ -123,6 +132,8 @@ class Checked(BaseModel):
     blind_votes: list[str]  # each blind sample's pick, mapped back to the item's own letters
     blind_confidence: float  # the first sample's
     blind_reason: str
+    single_trace: list[SingleTrace] = []  # multi-point items: what a judge picked from each needed trace alone
+
 
 
 def blind_order(count: int, sample: int) -> list[int]:
@@ -164,13 +175,30 @@ def shown_evidence(item: MCQ, seen: dict[str, dt.datetime], evidence: list[Evide
     return [{"date": when.date().isoformat(), "statement": e.statement} for when, e in known[-limit:]]
 
 
-def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace], section: FilterSettings) -> dict:
+def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace], section: FilterSettings,
+                          related: list[str] | None = None) -> dict:
+    """What the sufficiency judge reads: an answerable item's evidence and traces; an unanswerable item's arc
+    evidence and the persona's traces most related to the question across every arc (`related`), up to its time."""
+    ids = [t for t in item.digital_trace_ids if t in traces] if answerable(item) else list(related or [])
     return {
-        "question_type": item.question_type, "question": item.question, "answer": item.answer,
-        "unanswerable": not answerable(item), "evidence": shown,
-        "traces": trace_excerpts([t for t in item.digital_trace_ids if t in traces], traces,
-                                 section) if answerable(item) else [],
+        "question_type": item.question_type, "question": item.question,
+        "question_time": item.question_time.isoformat(timespec="minutes"), "answer": item.answer,
+        "unanswerable": not answerable(item), "evidence": shown, "traces": trace_excerpts(ids, traces, section),
     }
+
+
+def single_trace_variables(item: MCQ, trace_id: str, traces: dict[str, Trace], section: FilterSettings) -> dict:
+    """The single-trace test sees the question, the options and ONE of the needed traces."""
+    return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
+            "choices": [c.model_dump() for c in item.choices], "traces": trace_excerpts([trace_id], traces, section)}
+
+
+def single_trace_ids(item: MCQ, limit: int) -> list[str]:
+    """The needed traces a multi-point item is tested on, one at a time (at most `limit`, newest first: the last
+    point is the likeliest to give the whole answer away)."""
+    if item.question_type not in MULTI_POINT:
+        return []
+    return list(reversed(needed_traces(item)))[:limit]
 
 
 def blind_variables(item: MCQ, sample: int = 0) -> dict:
@@ -179,10 +207,12 @@ def blind_variables(item: MCQ, sample: int = 0) -> dict:
             "choices": blind_choices(item, sample)[0]}
 
 
-def build_checked(item: MCQ, support: Sufficiency, blinds: list[Blind]) -> Checked:
+def build_checked(item: MCQ, support: Sufficiency, blinds: list[Blind],
+                  singles: list[tuple[str, Blind]] = ()) -> Checked:
     votes = [blind_choices(item, k)[1].get(b.choice, b.choice) for k, b in enumerate(blinds)]
     return Checked(id=item.id, supported=support.supported, support_reason=support.reason, blind_votes=votes,
-                   blind_confidence=blinds[0].confidence, blind_reason=blinds[0].reason)
+                   blind_confidence=blinds[0].confidence, blind_reason=blinds[0].reason,
+                   single_trace=[SingleTrace(trace_id=t, choice=b.choice, confidence=b.confidence) for t, b in singles])
 
 
 class Judge:
@@ -195,11 +225,25 @@ class Judge:
         self.traces = ctx.traces_by_id
         self.evidence = ctx.evidence
         self.first_seen = first_seen(self.traces.values())
+        self._related: RelatedTraces | None = None
+
+    def related(self, item: MCQ) -> list[str]:
+        if answerable(item):
+            return []
+        if self._related is None:
+            self._related = RelatedTraces(self.ctx.traces)
+        return self._related.before(item.question, item.question_time, self.section.related_traces)
 
     async def sufficiency(self, item: MCQ) -> Sufficiency:
         shown = shown_evidence(item, self.first_seen, self.evidence, self.section.sufficiency_max_evidence)
         return await self.ctx.ask("filter_sufficiency", "filter_sufficiency.j2",
-                                  sufficiency_variables(item, shown, self.traces, self.section), Sufficiency)
+                                  sufficiency_variables(item, shown, self.traces, self.section, self.related(item)),
+                                  Sufficiency)
+
+    async def single_trace(self, item: MCQ, trace_id: str) -> tuple[str, Blind]:
+        answer = await self.ctx.ask("filter_single_trace", "filter_single_trace.j2",
+                                    single_trace_variables(item, trace_id, self.traces, self.section), Blind)
+        return trace_id, answer
 
     async def blind(self, item: MCQ, sample: int) -> Blind:
         return await self.ctx.ask("filter_blind", "filter_blind.j2", blind_variables(item, sample), Blind,
@@ -207,9 +251,12 @@ class Judge:
 
     async def check(self, item: MCQ) -> Records:
         # Independent judgements: ask them all at once (one level off the stage's critical path).
-        support, *blinds = await asyncio.gather(self.sufficiency(item), *(
-            self.blind(item, k) for k in range(self.section.blind_samples)))
-        return {"checks": [build_checked(item, support, blinds)]}
+        singles = single_trace_ids(item, self.section.single_trace_max)
+        support, *rest = await asyncio.gather(self.sufficiency(item), *(
+            self.blind(item, k) for k in range(self.section.blind_samples)), *(
+            self.single_trace(item, t) for t in singles))
+        blinds, answered = rest[:self.section.blind_samples], rest[self.section.blind_samples:]
+        return {"checks": [build_checked(item, support, blinds, answered)]}
 
 
 def support_problem(checked: Checked) -> str:
@@ -245,6 +292,26 @@ def single_answer_problem(item: MCQ) -> str:
     if last.supported is False:
         return f"not exactly one right option: {last.support_reason}"
     return f"the final options were never verified (the last round stopped at: {last.guard or last.reason})"
+
+
+def span_problem(item: MCQ, traces: dict[str, Trace], min_days: int) -> str:
+    """Comparison and trajectory items compare points in time: their traces must span `min_days`, two or more."""
+    if item.question_type not in SPANNING:
+        return ""
+    times = sorted(traces[t].time for t in needed_traces(item) if t in traces)
+    if len(times) < 2:
+        return f"a {item.question_type} item rests on {len(times)} trace(s); it needs two or more"
+    days = (times[-1] - times[0]).days
+    return "" if days >= min_days else (
+        f"its traces span {days} day(s); a {item.question_type} item needs at least {min_days}")
+
+
+def single_point_problem(item: MCQ, checked: Checked, threshold: float) -> str:
+    """A multi-point item answered from ONE of its traces with confidence is a single-point item in disguise."""
+    hit = next((s for s in checked.single_trace
+                if s.choice == item.correct_choice_id and s.confidence >= threshold), None)
+    return "" if hit is None else (f"trace {hit.trace_id} alone gives the answer ({hit.choice}, confidence "
+                                   f"{hit.confidence:.2f}): a single-point item in disguise")
 
 
 def dated_question_problem(item: MCQ) -> str:
@@ -288,8 +355,11 @@ def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review
         return [("format", format_reason)]
     assert checked is not None, f"{item.id}: a well-formed item is decided only after its model checks"
     return [
-        ("format", ""), ("dated_question", dated_question_problem(item)), ("single_answer", single_answer_problem(item)),
-        ("sufficiency", support_problem(checked)), ("blind", blind_problem(item, checked, section.blind_unanswerable)),
+        ("format", ""), ("dated_question", dated_question_problem(item)),
+        ("multi_point_span", span_problem(item, traces, section.min_span_days)),
+        ("single_answer", single_answer_problem(item)), ("sufficiency", support_problem(checked)),
+        ("single_point", single_point_problem(item, checked, section.single_trace_confidence)),
+        ("blind", blind_problem(item, checked, section.blind_unanswerable)),
         ("length", length_problem(item, section.length_ratio)),
         ("centrality", centrality_problem(item, section.centrality_margin)),
         ("temporal", temporal_problem(item, traces)), ("human_review", review_reason),
@@ -360,9 +430,9 @@ STAGE = Stage(
     name="filter",
     reads=("persona.jsonl", "evidence.jsonl", "traces.jsonl", "mcq.jsonl"),
     writes=("final.jsonl", "rejected.jsonl"),
-    templates=("filter_sufficiency.j2", "filter_blind.j2"),
-    judges=("filter_sufficiency", "filter_blind"),
-    tasks=("filter_sufficiency", "filter_blind"),
+    templates=("filter_sufficiency.j2", "filter_blind.j2", "filter_single_trace.j2"),
+    judges=("filter_sufficiency", "filter_blind", "filter_single_trace"),
+    tasks=("filter_sufficiency", "filter_blind", "filter_single_trace"),
     body=run,
     help="Format, evidence sufficiency, blind test, option length, temporal leakage, near-duplicates, human review.",
 )
