@@ -291,9 +291,10 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     assert all(v.passed for v in final[0].verdicts) and [v.filter for v in final[0].verdicts] == list(
         filter_stage.FILTERS)  # every filter named, in order
     # a malformed item costs no model call; the others cost three each (sufficiency and two blind samples), and
-    # a multi-point item one more per needed trace it is tested on alone (at most two)
-    singles = sum(len(filter_stage.single_trace_ids(i, 2)) for i in items if i.id != items[7].id)
-    assert singles >= 10 and len(judges.seen) == 3 * 12 + singles
+    # a multi-point item one more per needed trace it is tested on alone (at most single_trace_max)
+    limit = world.config["filter"]["single_trace_max"]
+    singles = sum(len(filter_stage.single_trace_ids(i, limit)) for i in items if i.id != items[7].id)
+    assert singles >= 10 * limit and len(judges.seen) == 3 * 12 + singles
     assert sum(r.task == "filter_single_trace" for r in judges.seen) == singles
     one = next(r.messages[-1]["content"] for r in judges.seen if r.task == "filter_single_trace")
     assert one.count("--- ") == 1  # exactly one record shown
