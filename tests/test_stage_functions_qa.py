@@ -59,19 +59,22 @@ def trace(trace_id: str, time: dt.datetime, evidence_ids: list[str], medium: str
 
 # ---------------------------------------------------------------------------------------------- traces
 
-def test_snapshot_history_shows_this_phase_and_the_one_before():
+def test_snapshot_history_shows_the_one_before_and_this_phase_up_to_its_start():
     phases = [phase(0), phase(1)]
     assert traces.snapshot_history(phases, 0)["previous_phase"] is None
     later = traces.snapshot_history(phases, 1)
     assert later["phase"]["id"] == "ph1" and later["previous_phase"]["id"] == "ph0"
-    assert later["phase"]["snapshot_after"]["focus"] == "after 1"
+    assert later["phase"]["snapshot_before"]["focus"] == "before 1"
+    assert "snapshot_after" not in later["phase"], "the state at the phase's end is the future of its traces"
+    assert later["previous_phase"]["snapshot_after"]["focus"] == "after 0"
 
 
 def test_trace_plan_variables_offer_sorted_media_and_the_seeded_suggestion():
-    context = traces.event_context({"persona": {"id": PID}, "arcs": []}, {"phase": None}, event(), [evidence(1)])
-    assert context["event"]["id"] == "ev1" and [e["id"] for e in context["evidence"]] == ["e1"]
+    context = traces.event_context({"id": PID}, [], {"phase": None}, event())
+    assert context["event"]["id"] == "ev1" and "evidence" not in context
     weights = {"email": 1.0, "diary": 3.0}
-    variables = traces.plan_variables(context, event(), 2, weights, 12)
+    variables = traces.plan_variables(context, event(), [evidence(1)], 2, weights, 12)
+    assert [e["id"] for e in variables["evidence"]] == ["e1"], "the planner sees all the event's evidence"
     assert variables["media"] == ["diary", "email"] and variables["count"] == 2 and variables["max_delay"] == 12
     assert variables["suggested"] == traces.suggest_media("ev1", 2, weights)
     assert sorted(variables["suggested"]) == ["diary", "email"]  # distinct while they last

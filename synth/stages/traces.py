@@ -1,4 +1,5 @@
-"""Stage `traces`: per event, plan each digital trace (medium, intent, audience, evidence), then write it."""
+"""Stage `traces`: per event, plan each digital trace (medium, intent, audience, evidence), then write it, from
+what exists at the event's time: the snapshot history so far and the anchor states reached so far."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.llm.fake import estimate_tokens
-from synth.models import Event, Evidence, Persona, Phase, Trace, mint_id
+from synth.models import Event, Evidence, LifeArc, MajorEvent, Persona, Phase, Trace, mint_id
 from synth.settings import TracesSettings
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import answer_tokens, arc_views
@@ -85,20 +86,40 @@ def max_delay_hours(event: Event, persona: Persona, limit: int) -> int:
 # ------------------------------------------------------------------- per task: prompt variables in, record out
 
 def snapshot_history(phases: list[Phase], at: int) -> dict:
-    """The snapshot history a trace is conditioned on: this phase's (`phases[at]`) and the previous phase's."""
-    return {"phase": phases[at].model_dump(mode="json"),
+    """The snapshot history a trace in `phases[at]` may see (principle 10): the previous phase (its start and end
+    are past) and this phase without its snapshot_after — the state at the phase's end is still to come."""
+    return {"phase": phases[at].model_dump(mode="json", exclude={"snapshot_after"}),
             "previous_phase": phases[at - 1].model_dump(mode="json") if at > 0 else None}
 
 
-def event_context(base: dict, history: dict, event: Event, evidence: list[Evidence]) -> dict:
-    """What both the plan and the write prompt of one event show: persona, arcs, snapshots, event, evidence."""
-    return {**base, **history, "event": event.model_dump(mode="json"),
-            "evidence": [e.model_dump(mode="json") for e in evidence]}
+def reached_index(majors: list[MajorEvent], major_id: str, arc: LifeArc) -> int:
+    """The anchor state `arc` is in at major event `major_id`: that event's alignment, else the latest earlier
+    one, else the first state; never past the arc's last state."""
+    index = 0
+    for major in sorted(majors, key=lambda m: (m.start, m.index)):
+        index = next((s.anchor_index for s in major.arc_states if s.arc_id == arc.id), index)
+        if major.id == major_id:
+            return min(index, len(arc.anchor_states) - 1)
+    return 0  # an unknown major event (a dangling id, refused before the stage runs): assume nothing reached
 
 
-def plan_variables(context: dict, event: Event, count: int, weights: dict[str, float], max_delay: int) -> dict:
-    return {**context, "count": count, "media": sorted(weights), "max_delay": max_delay,
-            "suggested": suggest_media(event.id, count, weights)}
+def arcs_so_far(arcs: list[LifeArc], majors: list[MajorEvent], major_id: str) -> list[dict]:
+    """The arcs as a trace inside major event `major_id` sees them: each one's anchor states cut after the one
+    reached then, so a later state's label or description is never even a prompt variable."""
+    return [{**view, "anchor_states": view["anchor_states"][:reached_index(majors, major_id, arc) + 1]}
+            for arc, view in zip(arcs, arc_views(arcs), strict=True)]
+
+
+def event_context(persona: dict, arcs: list[dict], history: dict, event: Event) -> dict:
+    """What both the plan and the write prompt of one event show: persona, the arcs so far, the snapshot history
+    and the event — not its evidence: the planner sees all of it, a writer only what its trace carries."""
+    return {"persona": persona, "arcs": arcs, **history, "event": event.model_dump(mode="json")}
+
+
+def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
+                   max_delay: int) -> dict:
+    return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
+            "media": sorted(weights), "max_delay": max_delay, "suggested": suggest_media(event.id, count, weights)}
 
 
 def trace_time(event: Event, delay_hours: int, max_delay: int) -> dt.datetime:
@@ -142,17 +163,20 @@ class TraceWriter:
         self.media = tuple(sorted(self.weights))
         self.words = (section.min_words, section.max_words)
         self.delay_limit = section.max_delay_hours
-        self.base = {"persona": self.persona.model_dump(mode="json"), "arcs": arc_views(ctx.arcs)}
+        self.persona_view = self.persona.model_dump(mode="json")
+        self.arcs, self.majors = ctx.arcs, ctx.major_events
 
     async def event(self, event: Event) -> Records:
         evidence = self.evidence_by_event.get(event.id, [])
         if not evidence:
             return {"traces.jsonl": []}
-        context = event_context(self.base, snapshot_history(self.phases, self.phase_at[event.phase_id]), event,
-                                evidence)
+        at = self.phase_at[event.phase_id]
+        arcs = arcs_so_far(self.arcs, self.majors, self.phases[at].major_event_id)
+        context = event_context(self.persona_view, arcs, snapshot_history(self.phases, at), event)
         max_delay = max_delay_hours(event, self.persona, self.delay_limit)
         answer = await self.ctx.ask(
-            "traces", "traces_plan.j2", plan_variables(context, event, self.count, self.weights, max_delay),
+            "traces", "traces_plan.j2",
+            plan_variables(context, event, evidence, self.count, self.weights, max_delay),
             plan_answer(self.media, len(evidence), self.count, max_delay),
             max_tokens=answer_tokens(self.ctx, 200 * self.count))
         carried, _ = carry_all([list(p.evidence) for p in answer.traces], len(evidence))
@@ -178,7 +202,7 @@ async def run(ctx: StageContext) -> None:
 
 STAGE = Stage(
     name="traces",
-    reads=("persona.jsonl", "arcs.jsonl", "phases.jsonl", "events.jsonl", "evidence.jsonl"),
+    reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "events.jsonl", "evidence.jsonl"),
     writes=("traces.jsonl",),
     templates=("traces_plan.j2", "traces_write.j2"),
     tasks=("traces",),

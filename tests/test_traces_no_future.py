@@ -1,0 +1,246 @@
+"""No future in a trace prompt (DESIGN principle 10) and complete gold labels (a writer sees only the evidence its
+trace carries): the traces stage run on hand-built inputs, its rendered requests read back from the fake provider;
+and the lexical label check of synth.label_check."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from synth.jsonl import write_atomic
+from synth.label_check import unlabelled_evidence
+from synth.llm.base import LLMRequest
+from synth.models import (
+    AnchorState,
+    ArcState,
+    BigFive,
+    Event,
+    Evidence,
+    LifeArc,
+    MajorEvent,
+    Persona,
+    Phase,
+    Relation,
+    Snapshot,
+    Trace,
+)
+from synth.pipeline import open_session, run_stages
+from synth.prompts import render
+from synth.stages import traces
+
+ROOT = Path(__file__).resolve().parents[1]
+PID = "p01_maya"
+START, END = dt.date(2022, 1, 1), dt.date(2022, 2, 11)  # the tiny preset's timeline of p01_maya
+STATES = 4
+# major event 0 is aligned to these anchor indices (arc by arc), major event 1 to the next row
+ALIGNED = [[0, 1, 0], [2, 2, 1]]
+
+
+def state_text(arc: int, k: int) -> tuple[str, str]:
+    return f"ARC{arc}-STATE{k}-LABEL", f"ARC{arc}-STATE{k}-DESCRIPTION"
+
+
+def snap(tag: str) -> Snapshot:
+    return Snapshot(energy=5, stress=5, dominant_emotion=f"EMOTION-{tag}", focus=f"FOCUS-{tag}",
+                    arc_status={f"arc{i}": f"STATUS-{tag}-{i}" for i in range(3)})
+
+
+def persona(language: str = "en") -> Persona:
+    return Persona(
+        id=PID, persona_id=PID, language=language,
+        big_five=BigFive(openness=.5, conscientiousness=.5, extraversion=.5, agreeableness=.5, neuroticism=.5),
+        start=START, end=END, scale="100k", name="Maya", age=34, gender="f", personality="p", family_history="f",
+        education="e", occupation="o", concerns=["c"], interests=["i"], backstory="b",
+        relations=[Relation(id="r1", name="Sam", relation="partner", description="d")],
+    )
+
+
+def world() -> dict[str, list]:
+    """Two major events with a phase each (the chain: phase 1 starts where phase 0 ends), one event per phase."""
+    arcs = [LifeArc(id=f"arc{i}", persona_id=PID, dimension=dim, title=f"Arc {i}", description=f"arc {i} story",
+                    anchor_states=[AnchorState(label=state_text(i, k)[0], description=state_text(i, k)[1],
+                                               trigger="t", cues=["c"]) for k in range(STATES)])
+            for i, dim in enumerate(["experience", "emotion", "opinion"])]
+    spans = [(START, dt.date(2022, 1, 20)), (dt.date(2022, 1, 21), END)]
+    majors = [MajorEvent(id=f"m{n}", persona_id=PID, index=n, title=f"M{n}", description="d", start=a, end=b,
+                         arc_states=[ArcState(arc_id=f"arc{i}", anchor_index=k) for i, k in enumerate(ALIGNED[n])])
+              for n, (a, b) in enumerate(spans)]
+    snaps = [snap("START"), snap("END-OF-PHASE-0"), snap("END-OF-PHASE-1")]
+    phases = [Phase(id=f"ph{n}", persona_id=PID, major_event_id=f"m{n}", index=0, title=f"P{n}", description="d",
+                    start=a, end=b, snapshot_before=snaps[n], snapshot_after=snaps[n + 1])
+              for n, (a, b) in enumerate(spans)]
+    events = [Event(id=f"e{n}", persona_id=PID, phase_id=f"ph{n}", time=dt.datetime.combine(a, dt.time(9)) +
+                    dt.timedelta(days=2), title=f"EVENT-{n}", description="d", location="home", participant_ids=[])
+              for n, (a, _) in enumerate(spans)]
+    evidence = [Evidence(id=f"v{n}{j}", persona_id=PID, event_id=f"e{n}", kind="fact",
+                         statement=f"STATEMENT-{n}-{j}", arc_ids=["arc0"]) for n in range(2) for j in range(3)]
+    return {"persona.jsonl": [persona()], "arcs.jsonl": arcs, "major_events.jsonl": majors, "phases.jsonl": phases,
+            "events.jsonl": events, "evidence.jsonl": evidence}
+
+
+def run_traces(out: Path, records: dict[str, list], script: list[str] = ()) -> list[LLMRequest]:
+    """The traces stage of p01_maya on `records` with the fake provider (answering `script` first): its requests."""
+    for name, items in records.items():
+        write_atomic(out / PID / name, items)
+    config = out / "config.toml"
+    config.write_text("[traces]\ntraces_per_event = 2\nmax_delay_hours = 12\n")
+    session = open_session(out, [ROOT / "personas"], [PID], "tiny", "fake", None, None, None, None, None, config)
+    fake = session.llm.provider(session.options.route)
+    fake.script.extend(script)
+    try:
+        asyncio.run(run_stages(session, ["traces"], show_progress=False))
+    finally:
+        session.close()
+    return list(fake.seen)
+
+
+def is_plan(request: LLMRequest) -> bool:
+    return "traces" in request.json_schema["properties"]
+
+
+def text_of(request: LLMRequest) -> str:
+    return "\n".join(m["content"] for m in request.messages)
+
+
+def later_states(major: int) -> list[str]:
+    return [t for i, reached in enumerate(ALIGNED[major]) for k in range(reached + 1, STATES) for t in state_text(i, k)]
+
+
+def reached_states(major: int) -> list[str]:
+    return [t for i, reached in enumerate(ALIGNED[major]) for k in range(reached + 1) for t in state_text(i, k)]
+
+
+def assert_no_future(text: str, major: int, own_end: str) -> None:
+    leaked = [t for t in later_states(major) if t in text]
+    assert not leaked, f"later anchor states in the prompt: {leaked}"
+    assert f"EMOTION-{own_end}" not in text and f"FOCUS-{own_end}" not in text and f"STATUS-{own_end}" not in text, \
+        "the own phase's snapshot_after (the state at its end) is in the prompt"
+    missing = [t for t in reached_states(major) if t not in text]
+    assert not missing, f"reached anchor states missing from the prompt: {missing}"
+
+
+def test_the_first_events_prompts_show_only_what_exists_at_its_time(tmp_path):
+    seen = run_traces(tmp_path, world())
+    first = [r for r in seen if "EVENT-0" in text_of(r)]
+    assert sum(map(is_plan, first)) == 1 and len(first) == 3, "one plan and two writes for the first event"
+    for request in first:
+        text = text_of(request)
+        assert_no_future(text, 0, "END-OF-PHASE-0")
+        assert "EMOTION-START" in text and "STATUS-START-1" in text, "the phase's start state is shown"
+    # the second event sees further (its major event's states, the first phase whole), still not its own end
+    second = [r for r in seen if "EVENT-1" in text_of(r)]
+    assert len(second) == 3
+    for request in second:
+        text = text_of(request)
+        assert_no_future(text, 1, "END-OF-PHASE-1")
+        assert "EMOTION-END-OF-PHASE-0" in text
+    # the cacheable prefix is timeless: the same for every request, arc titles and descriptions but no state
+    prefixes = {r.messages[0]["content"] for r in seen}
+    assert len(prefixes) == 1
+    prefix = prefixes.pop()
+    assert "arc 2 story" in prefix and "STATE" not in prefix and "EMOTION" not in prefix
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_prompt_variables_carry_no_future_in_either_language(language):
+    """The stage's own variable builders, rendered in both languages (the stage run above is English)."""
+    records = world()
+    at = 0
+    phases, majors, arcs = records["phases.jsonl"], records["major_events.jsonl"], records["arcs.jsonl"]
+    event, evidence = records["events.jsonl"][at], records["evidence.jsonl"][:3]
+    context = traces.event_context(persona(language).model_dump(mode="json"),
+                                   traces.arcs_so_far(arcs, majors, phases[at].major_event_id),
+                                   traces.snapshot_history(phases, at), event)
+    assert_no_future(json.dumps(context), 0, "END-OF-PHASE-0")  # not even a variable
+    plan = traces.plan_variables(context, event, evidence, 2, {"diary": 1.0}, 12)
+    answer = traces.plan_answer(("diary",), 3, 1, 12).model_validate({"traces": [{
+        "medium": "diary", "intent": "i", "audience": "self", "key_information": "k", "evidence": [2],
+        "delay_hours": 1}]}).traces[0]
+    write = traces.write_variables(context, answer, [evidence[1]], event.time, (50, 100))
+    for name, variables in (("traces_plan.j2", plan), ("traces_write.j2", write)):
+        system, task = (m["content"] for m in render(name, language=language, **variables))
+        assert_no_future(f"{system}\n{task}", 0, "END-OF-PHASE-0")
+        assert "STATE" not in system and "arc 1 story" in system, "the prefix holds arc titles, not states"
+
+
+def test_arcs_so_far_use_the_latest_alignment_at_or_before_the_major_event():
+    records = world()
+    arcs, majors = records["arcs.jsonl"], records["major_events.jsonl"]
+    assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, majors, "m1")] == [3, 3, 2]
+    unaligned = [majors[0], majors[1].model_copy(update={"arc_states": []})]  # an arc the event does not move
+    assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, unaligned, "m1")] == [1, 2, 1]
+    assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, majors, "ghost")] == [1, 1, 1]
+
+
+# ------------------------------------------------------------------------ a writer sees only what it carries
+
+def test_a_writer_sees_its_carried_statements_and_none_of_the_events_others(tmp_path):
+    records = world()
+    records["events.jsonl"] = records["events.jsonl"][:1]
+    records["evidence.jsonl"] = records["evidence.jsonl"][:3]
+    plans = {"traces": [
+        {"medium": "diary", "intent": "intent-one", "audience": "self", "key_information": "k", "evidence": [1],
+         "delay_hours": 1},
+        {"medium": "email", "intent": "intent-two", "audience": "Sam", "key_information": "k", "evidence": [2, 3],
+         "delay_hours": 2},
+    ]}
+    seen = run_traces(tmp_path, records, [json.dumps(plans)])
+    plan = [r for r in seen if is_plan(r)]
+    assert len(plan) == 1 and all(f"STATEMENT-0-{j}" in text_of(plan[0]) for j in range(3))
+    carried = {"intent-one": {0}, "intent-two": {1, 2}}
+    writes = [r for r in seen if not is_plan(r)]
+    assert len(writes) == 2
+    for request in writes:
+        text = text_of(request)
+        (intent,) = [i for i in carried if f"Intent: {i}" in text]
+        shown = {j for j in range(3) if f"STATEMENT-0-{j}" in text}
+        assert shown == carried[intent], f"{intent} shows statements {shown}"
+
+
+# ------------------------------------------------------------------------------------- the lexical label check
+
+def evidence_item(eid: str, statement: str, event: str = "e0") -> Evidence:
+    return Evidence(id=eid, persona_id=PID, event_id=event, kind="fact", statement=statement, arc_ids=["arc0"])
+
+
+def trace_item(tid: str, content: str, labels: list[str], event: str = "e0") -> Trace:
+    return Trace(id=tid, persona_id=PID, event_id=event, evidence_ids=labels, medium="diary",
+                 time=dt.datetime(2022, 1, 3, 9), intent="i", audience="self", content=content)
+
+
+def test_label_check_finds_a_carried_but_unlabelled_statement_in_english():
+    items = [evidence_item("v1", "Maya argued with her manager about the night shifts."),
+             evidence_item("v2", "Maya booked a pottery class for Saturday morning.")]
+    found = [trace_item("t1", "Dear diary, I argued with my manager again about night shifts. I am done.", ["v2"]),
+             trace_item("t2", "Booked the pottery class for Saturday morning!", ["v2"]),
+             trace_item("t3", "Argued with the manager over the night shifts.", [], event="e9")]  # another event
+    assert unlabelled_evidence(items, found) == [("v1", "t1")]
+    # as the plain dicts `synth validate` reads, the same answer
+    assert unlabelled_evidence([e.model_dump(mode="json") for e in items],
+                               [t.model_dump(mode="json") for t in found]) == [("v1", "t1")]
+
+
+def test_label_check_passes_labelled_or_unrelated_traces_in_english():
+    items = [evidence_item("v1", "Maya argued with her manager about the night shifts.")]
+    clean = [trace_item("t1", "I argued with my manager about night shifts.", ["v1"]),
+             trace_item("t2", "Long walk by the river with Sam; the weather finally turned.", [])]
+    assert unlabelled_evidence(items, clean) == []
+
+
+def test_label_check_finds_a_carried_but_unlabelled_statement_in_chinese():
+    items = [evidence_item("v1", "林晓和主管因为夜班安排吵了一架。"),
+             evidence_item("v2", "林晓报名了周六上午的陶艺课。")]
+    found = [trace_item("t1", "今天又和主管因为夜班安排吵了一架，真的很累。", ["v2"]),
+             trace_item("t2", "报名了周六上午的陶艺课，期待！", ["v2"])]
+    assert unlabelled_evidence(items, found) == [("v1", "t1")]
+
+
+def test_label_check_passes_labelled_or_unrelated_traces_in_chinese():
+    items = [evidence_item("v1", "林晓和主管因为夜班安排吵了一架。")]
+    clean = [trace_item("t1", "今天和主管因为夜班安排吵了一架。", ["v1"]),
+             trace_item("t2", "傍晚和萨姆去河边散步，天气终于转晴了。", [])]
+    assert unlabelled_evidence(items, clean) == []
