@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from synth.models import Evidence, Trace
+from synth.models import Event, Evidence, MajorEvent, Phase, Trace
 
 
 @dataclass(frozen=True)
@@ -20,10 +20,15 @@ class SegmentEvidence:
     time: dt.datetime  # the earliest trace that carries it
     trace_ids: tuple[str, ...]  # every trace carrying it, oldest first
     trace_times: tuple[dt.datetime, ...]
+    states: tuple[tuple[str, int], ...] = ()  # (arc id, anchor index) of the major event it happened under
 
     @property
     def newest_trace_time(self) -> dt.datetime:
         return self.trace_times[-1]
+
+    def state_of(self, arc_id: str) -> int | None:
+        """The anchor state `arc_id` was in when this evidence happened (None when the data does not say)."""
+        return next((index for arc, index in self.states if arc == arc_id), None)
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,8 @@ class Window:
 
 @dataclass(frozen=True)
 class Segment:
-    """An active arc bucket at one window position: its accumulated evidence (newest kept), oldest first."""
+    """An active arc bucket at one window position: its accumulated evidence as the planner sees it (at most the
+    cap, chosen over the bucket's whole span by `planner_view`), oldest first."""
 
     arc_id: str
     window: Window
@@ -51,9 +57,20 @@ class Segment:
         return len({e.time.date() for e in self.evidence})
 
 
-def observable_evidence(evidence: Iterable[Evidence], traces: Iterable[Trace]) -> list[SegmentEvidence]:
+def arc_states(events: Iterable[Event], phases: Iterable[Phase],
+               major_events: Iterable[MajorEvent]) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Event id → the (arc id, anchor index) pairs of the major event it happened under (event → phase → major
+    event): the arc states an event's evidence shows. An event whose chain is broken gets none."""
+    majors = {m.id: tuple((s.arc_id, s.anchor_index) for s in m.arc_states) for m in major_events}
+    parent = {p.id: p.major_event_id for p in phases}
+    return {e.id: majors.get(parent.get(e.phase_id, ""), ()) for e in events}
+
+
+def observable_evidence(evidence: Iterable[Evidence], traces: Iterable[Trace],
+                        states: Mapping[str, tuple[tuple[str, int], ...]] | None = None) -> list[SegmentEvidence]:
     """Evidence carried by at least one trace, timed by its first trace; evidence no trace carries cannot be asked
-    about (nothing to retrieve), so it is left out. Sorted by time, then id (deterministic)."""
+    about (nothing to retrieve), so it is left out. `states` (event id → arc states, from `arc_states`) dates each
+    item's arc states when the data has them. Sorted by time, then id (deterministic)."""
     carriers: dict[str, list[Trace]] = {}
     for trace in traces:
         for evidence_id in trace.evidence_ids:
@@ -66,6 +83,7 @@ def observable_evidence(evidence: Iterable[Evidence], traces: Iterable[Trace]) -
         out.append(SegmentEvidence(
             evidence_id=item.id, arc_ids=tuple(item.arc_ids), kind=item.kind, statement=item.statement,
             time=carried[0].time, trace_ids=tuple(t.id for t in carried), trace_times=tuple(t.time for t in carried),
+            states=(states or {}).get(item.event_id, ()),
         ))
     return sorted(out, key=lambda e: (e.time, e.evidence_id))
 
@@ -87,8 +105,9 @@ def window_positions(start: dt.date, end: dt.date, window_days: int, stride_days
 def trajectory_segments(items: Sequence[SegmentEvidence], arc_ids: Sequence[str], start: dt.date, end: dt.date,
                         window_days: int, stride_days: int, max_evidence: int) -> list[Segment]:
     """Slide the window; a bucket is active at a position when evidence arrived since the previous position; its
-    segment is everything accumulated so far (the newest `max_evidence`). Evidence dated after the timeline's end
-    still arrives at the last position. Ordered by window, then by `arc_ids` order."""
+    segment is everything accumulated so far, at most `max_evidence` of it chosen over its whole span
+    (`planner_view`). Evidence dated after the timeline's end still arrives at the last position. Ordered by
+    window, then by `arc_ids` order."""
     windows = window_positions(start, end, window_days, stride_days)
     known = set(arc_ids)
     buckets: dict[str, list[SegmentEvidence]] = {arc: [] for arc in arc_ids}
@@ -107,10 +126,57 @@ def trajectory_segments(items: Sequence[SegmentEvidence], arc_ids: Sequence[str]
                     arrived.setdefault(arc, []).append(item)
         for arc in arc_ids:
             if arc in arrived:
-                kept = tuple(buckets[arc][-max(1, int(max_evidence)):])
-                out.append(Segment(arc_id=arc, window=window, evidence=kept,
-                                   new_ids=frozenset(e.evidence_id for e in arrived[arc])))
+                new_ids = frozenset(e.evidence_id for e in arrived[arc])
+                out.append(Segment(arc_id=arc, window=window, new_ids=new_ids,
+                                   evidence=planner_view(buckets[arc], arc, new_ids, max_evidence)))
     return out
+
+
+def state_changes(bucket: Sequence[SegmentEvidence], arc_id: str) -> list[int]:
+    """Positions in `bucket` whose anchor state of `arc_id` differs from the last known one before it (the first
+    known state is no change: the bucket's earliest item stands for where the arc starts)."""
+    out, last = [], None
+    for position, item in enumerate(bucket):
+        state = item.state_of(arc_id)
+        if state is None:
+            continue
+        if last is not None and state != last:
+            out.append(position)
+        last = state
+    return out
+
+
+def spread_in_time(bucket: Sequence[SegmentEvidence], chosen: set[int], count: int) -> set[int]:
+    """Add `count` positions of `bucket`, each the item farthest in time from everything chosen so far (the
+    middle of the widest gap); ties go to the earlier item, so with nothing chosen the first pick is the earliest.
+    Deterministic."""
+    chosen = set(chosen)
+    seconds = [(item.time - bucket[0].time).total_seconds() for item in bucket] if bucket else []
+    gap = [min((abs(s - seconds[c]) for c in chosen), default=0.0) for s in seconds]
+    for _ in range(max(0, min(count, len(bucket) - len(chosen)))):
+        pick = max((p for p in range(len(bucket)) if p not in chosen), key=lambda p: (gap[p], -p))
+        chosen.add(pick)
+        gap = [min(g, abs(s - seconds[pick])) for g, s in zip(gap, seconds, strict=True)]
+    return chosen
+
+
+def planner_view(bucket: Sequence[SegmentEvidence], arc_id: str, recent_ids: frozenset[str] | set[str],
+                 cap: int) -> tuple[SegmentEvidence, ...]:
+    """At most `cap` items of an arc's accumulated evidence (oldest first), chosen over its whole span rather
+    than the newest `cap`: the arc's earliest item, its newest, each state change (spread over them when there
+    are more than fit), up to half the room left for the window's newest arrivals (`recent_ids`, what made the
+    segment active), and the rest where the span is least covered (`spread_in_time`)."""
+    cap = max(1, int(cap))
+    if len(bucket) <= cap:
+        return tuple(bucket)
+    chosen = list(dict.fromkeys([0, len(bucket) - 1]))[:cap]
+    changes = [p for p in state_changes(bucket, arc_id) if p not in chosen]
+    room = cap - len(chosen)
+    chosen += [changes[i] for i in spread(room, len(changes))]
+    recent = [p for p in reversed(range(len(bucket))) if bucket[p].evidence_id in recent_ids and p not in chosen]
+    chosen += recent[:(cap - len(chosen)) // 2]
+    picked = spread_in_time(bucket, set(chosen), cap - len(chosen))
+    return tuple(bucket[p] for p in sorted(picked))
 
 
 def spread(count: int, population: int, offset: float = 0.0) -> list[int]:

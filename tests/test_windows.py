@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 
-from synth.models import Evidence, Trace
+from synth.models import ArcState, Event, Evidence, MajorEvent, Phase, Snapshot, Trace
 from synth.windows import (
-    SegmentEvidence, candidates, eligible, observable_evidence, spread, trajectory_segments, window_positions,
+    SegmentEvidence,
+    arc_states,
+    candidates,
+    eligible,
+    observable_evidence,
+    planner_view,
+    spread,
+    state_changes,
+    trajectory_segments,
+    window_positions,
 )
 
 START = dt.date(2022, 1, 1)
@@ -17,9 +26,9 @@ def at(day: int, hour: int = 9) -> dt.datetime:
     return dt.datetime.combine(START + dt.timedelta(days=day), dt.time(hour))
 
 
-def item(name: str, day: int, arcs: tuple[str, ...]) -> SegmentEvidence:
+def item(name: str, day: int, arcs: tuple[str, ...], states: tuple[tuple[str, int], ...] = ()) -> SegmentEvidence:
     return SegmentEvidence(evidence_id=name, arc_ids=arcs, kind="fact", statement=name, time=at(day),
-                           trace_ids=(f"t-{name}",), trace_times=(at(day),))
+                           trace_ids=(f"t-{name}",), trace_times=(at(day),), states=states)
 
 
 def test_window_positions_slide_by_the_stride_and_clip_at_the_end():
@@ -60,11 +69,76 @@ def test_active_buckets_and_accumulated_segments():
     assert x2.key == f"X/{END.isoformat()}"
 
 
-def test_segments_keep_the_newest_evidence_and_late_evidence_reaches_the_last_position():
+def test_a_capped_segment_keeps_the_arc_start_and_late_evidence_reaches_the_last_position():
     items = [item("x1", 5, ("X",)), item("x2", 40, ("X",)), item("x3", 95, ("X",)), item("late", 130, ("X",))]
     segments = trajectory_segments(items, ["X"], START, END, 60, 30, max_evidence=2)
-    assert [e.evidence_id for e in segments[-1].evidence] == ["x3", "late"]
+    assert [e.evidence_id for e in segments[-1].evidence] == ["x1", "late"]  # not the newest two
     assert segments[-1].new_ids == {"x3", "late"}
+    assert [e.evidence_id for e in trajectory_segments(items, ["X"], START, END, 60, 30, 3)[-1].evidence] == \
+        ["x1", "x2", "late"]  # the third slot: the middle of the widest gap (x2 and x3 tie; the earlier wins)
+
+
+def long_arc(count: int, every: int = 3, states: dict[int, int] | None = None) -> list[SegmentEvidence]:
+    """One arc's evidence, one item every `every` days; `states` maps an item's position to its anchor state from
+    that position on (none: the data carries no states)."""
+    out, state = [], None
+    for n in range(count):
+        state = (states or {}).get(n, state)
+        out.append(item(f"x{n:03d}", n * every, ("X",), (("X", state),) if state is not None else ()))
+    return out
+
+
+def test_a_long_arc_is_shown_across_its_whole_span_not_its_newest_items():
+    bucket = long_arc(60)  # 180 days, no states in the data: spread evenly
+    recent = frozenset(e.evidence_id for e in bucket[50:])
+    for cap in (1, 2, 5, 8, 12, 24):
+        shown = planner_view(bucket, "X", recent, cap)
+        assert len(shown) == min(cap, len(bucket)) and list(shown) == sorted(shown, key=lambda e: e.time)
+        assert shown[0] is bucket[0]  # the arc's beginning stays in view
+        assert len({e.evidence_id for e in shown}) == len(shown)
+        if cap >= 2:
+            assert shown[-1] is bucket[-1]
+    shown = planner_view(bucket, "X", recent, 12)
+    span = (bucket[-1].time - bucket[0].time) / 4
+    quarters = [sum(1 for e in shown if bucket[0].time + q * span <= e.time < bucket[0].time + (q + 1) * span)
+                for q in range(4)]
+    assert all(quarters), quarters  # every quarter of the span is represented
+    assert sum(e.evidence_id in recent for e in shown) <= 6  # the window's arrivals take at most half the room
+    gaps = [(b.time - a.time).days for a, b in zip(shown, shown[1:], strict=False)]
+    assert max(gaps) <= 180 / 4  # no quarter of the arc is left dark
+    assert planner_view(bucket[:8], "X", recent, 12) == tuple(bucket[:8])  # under the cap: everything
+
+
+def test_each_state_change_of_the_arc_is_shown():
+    bucket = long_arc(60, states={0: 0, 17: 1, 18: 2, 41: 1})
+    assert state_changes(bucket, "X") == [17, 18, 41]
+    shown = planner_view(bucket, "X", frozenset(), 8)
+    names = [e.evidence_id for e in shown]
+    assert {"x000", "x017", "x018", "x041", "x059"} <= set(names) and len(names) == 8
+    # more changes than room: the earliest and newest stay, the changes are spread over what is left
+    flapping = long_arc(30, states={n: n % 2 for n in range(30)})
+    shown = planner_view(flapping, "X", frozenset(), 5)
+    assert shown[0] is flapping[0] and shown[-1] is flapping[-1] and len(shown) == 5
+    # another arc's states are not this arc's changes
+    assert state_changes(long_arc(10, states={0: 0, 5: 1}), "Y") == []
+
+
+def test_arc_states_follow_event_phase_major_event():
+    snap = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="f", arc_status={})
+    majors = [MajorEvent(id="m1", persona_id="p", index=0, title="t", description="d", start=START, end=END,
+                         arc_states=[ArcState(arc_id="X", anchor_index=2), ArcState(arc_id="Y", anchor_index=0)])]
+    phases = [Phase(id="ph", persona_id="p", major_event_id="m1", index=0, title="t", description="d", start=START,
+                    end=END, snapshot_before=snap, snapshot_after=snap)]
+    events = [Event(id=e, persona_id="p", phase_id=phase, time=at(3), title="t", description="d", location="l",
+                    participant_ids=[]) for e, phase in (("e1", "ph"), ("e2", "gone"))]
+    states = arc_states(events, phases, majors)
+    assert states == {"e1": (("X", 2), ("Y", 0)), "e2": ()}
+    ev = [Evidence(id="a", persona_id="p", event_id="e1", kind="fact", statement="a", arc_ids=["X"])]
+    traces = [Trace(id="t", persona_id="p", event_id="e1", evidence_ids=["a"], medium="diary", time=at(3), intent="",
+                    audience="", content="")]
+    [found] = observable_evidence(ev, traces, states)
+    assert found.state_of("X") == 2 and found.state_of("Z") is None
+    assert observable_evidence(ev, traces)[0].states == ()
 
 
 def test_evidence_of_two_arcs_lands_in_both_and_unknown_arcs_are_ignored():
