@@ -161,6 +161,7 @@ class EvidenceRef(BaseModel):
     statement: str
     evidence_id: str
     digital_trace_ids: list[str]
+    background: bool = False  # an unanswerable item's related background: it does not answer the question
 
 
 class QA(Record):

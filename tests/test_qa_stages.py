@@ -21,13 +21,17 @@ from synth.models import (
     QA,
     QUESTION_TYPES,
     AnchorState,
+    ArcState,
     BigFive,
     Event,
     Evidence,
     EvidenceRef,
     LifeArc,
+    MajorEvent,
     Persona,
+    Phase,
     Relation,
+    Snapshot,
     Trace,
     mint_id,
 )
@@ -37,6 +41,7 @@ from synth.stages import STAGES
 from synth.stages import distractors as distractors_stage
 from synth.stages import qa as qa_stage
 from synth.stages.distractors import arrange, balanced_positions
+from synth.windows import Segment, arc_states, candidates, observable_evidence, trajectory_segments
 
 START = dt.date(2022, 1, 1)
 END = dt.date(2022, 6, 30)
@@ -51,8 +56,22 @@ CONFIG = conf.deep_merge(conf.preset_config("small"), {
 })
 
 
+def major_events_and_phases(arcs: list[LifeArc]) -> tuple[list[MajorEvent], list[Phase]]:
+    """Two major events of one phase each, January–March and April–June; every arc moves from state 0 to 1."""
+    still = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="work", arc_status={})
+    spans = [(START, dt.date(2022, 3, 31)), (dt.date(2022, 4, 1), END)]
+    majors = [MajorEvent(id=f"m{i}", persona_id=PID, index=i, title=f"major {i}", description="d", start=lo, end=hi,
+                         arc_states=[ArcState(arc_id=a.id, anchor_index=i) for a in arcs])
+              for i, (lo, hi) in enumerate(spans)]
+    phases = [Phase(id=f"ph{i}", persona_id=PID, major_event_id=f"m{i}", index=0, title=f"phase {i}",
+                    description="d", start=lo, end=hi, snapshot_before=still, snapshot_after=still)
+              for i, (lo, hi) in enumerate(spans)]
+    return majors, phases
+
+
 def build_persona_dir(root: Path, language: str = "en") -> Path:
-    """persona, 3 arcs, an event every 9 days with 2 evidence and 1–2 traces (the second one 3 days later)."""
+    """persona, 3 arcs, an event every 9 days with 2 evidence and 1–2 traces (the second one 3 days later); the
+    events of January–March under a first major event, the rest under a second (every arc's state 0, then 1)."""
     persona = Persona(
         id=PID, persona_id=PID, language=language, scale="100k", start=START, end=END,
         big_five=BigFive(openness=.6, conscientiousness=.4, extraversion=.3, agreeableness=.7, neuroticism=.6),
@@ -69,7 +88,8 @@ def build_persona_dir(root: Path, language: str = "en") -> Path:
     events, evidence, traces = [], [], []
     for k in range(20):
         when = dt.datetime.combine(START + dt.timedelta(days=9 * k), dt.time(10))
-        event = Event(id=mint_id(PID, "event", k), persona_id=PID, phase_id="ph", time=when, title=f"event {k}",
+        event = Event(id=mint_id(PID, "event", k), persona_id=PID, phase_id=f"ph{int(when.month > 3)}", time=when,
+                      title=f"event {k}",
                       description="d", location="home", participant_ids=[])
         found = [Evidence(id=mint_id(event.id, "evidence", j), persona_id=PID, event_id=event.id,
                           kind=("fact", "emotion", "opinion")[(k + j) % 3],
@@ -86,9 +106,11 @@ def build_persona_dir(root: Path, language: str = "en") -> Path:
                                 evidence_ids=[found[0].id], medium="message_thread",
                                 time=when + dt.timedelta(days=3, hours=2), intent="tell", audience="Xiaomei",
                                 content=f"SECRET TRACE {k}b: message about thing {k}", tokens=30))
+    majors, phases = major_events_and_phases(arcs)
     directory = root / PID
-    for name, records in {"persona.jsonl": [persona], "arcs.jsonl": arcs, "events.jsonl": events,
-                          "evidence.jsonl": evidence, "traces.jsonl": traces}.items():
+    for name, records in {"persona.jsonl": [persona], "arcs.jsonl": arcs, "major_events.jsonl": majors,
+                          "phases.jsonl": phases, "events.jsonl": events, "evidence.jsonl": evidence,
+                          "traces.jsonl": traces}.items():
         write_atomic(directory / name, records)
     return directory
 
@@ -126,6 +148,32 @@ def world(tmp_path) -> World:
 
 # ------------------------------------------------------------------------------------------------- qa
 
+def first_seen(world: World) -> dict[str, dt.datetime]:
+    """Evidence id → its first trace's time: when it becomes observable."""
+    seen: dict[str, dt.datetime] = {}
+    for trace in world.traces().values():
+        for evidence_id in trace.evidence_ids:
+            seen[evidence_id] = min(seen.get(evidence_id, trace.time), trace.time)
+    return seen
+
+
+def check_question_time(world: World, item: QA) -> None:
+    """The question time's bounds: not before a needed trace, not past the end + grace, and (answerable items)
+    before the arc's next evidence after the newest needed trace, so the answer is still true when asked."""
+    traces = world.traces()
+    newest = max(traces[t].time for t in item.digital_trace_ids)
+    assert newest <= item.question_time
+    assert item.question_time.date() <= END + dt.timedelta(days=world.config["qa"]["question_grace_days"])
+    if item.question_type != "unanswerable":
+        arc_times = [when for e, when in first_seen(world).items() if item.arc_id in evidence_arcs(world)[e]]
+        later = [when for when in arc_times if when > newest]
+        assert not later or item.question_time < min(later)
+
+
+def evidence_arcs(world: World) -> dict[str, list[str]]:
+    return {e.id: e.arc_ids for e in world.read("evidence.jsonl", Evidence)}
+
+
 def test_qa_items_are_grounded_and_never_asked_before_their_traces(world):
     world.run(qa_stage)
     items = world.read("qa.jsonl", QA)
@@ -134,13 +182,13 @@ def test_qa_items_are_grounded_and_never_asked_before_their_traces(world):
     arcs = {a.id: a for a in world.read("arcs.jsonl", LifeArc)}
     assert items and len({i.id for i in items}) == len(items)
     assert max(Counter(i.question_type for i in items).values()) <= 2  # target_per_type
+    assert "unanswerable" in {i.question_type for i in items}
     for item in items:
         assert item.dimension == arcs[item.arc_id].dimension
-        assert START <= item.question_time.date() <= END + dt.timedelta(days=7)
-        if item.question_type == "unanswerable":
-            assert item.evidence == [] and item.digital_trace_ids == []
-            continue
-        assert item.evidence
+        assert item.question_time.date() >= START
+        check_question_time(world, item)
+        assert item.evidence  # an unanswerable item's is its related background
+        assert all(ref.background == (item.question_type == "unanswerable") for ref in item.evidence)
         union = {t for ref in item.evidence for t in ref.digital_trace_ids}
         assert set(item.digital_trace_ids) == union
         for ref in item.evidence:
@@ -168,27 +216,102 @@ def test_all_eight_types_are_planned_and_written_with_the_fake(world):
     assert {i.question_type for i in world.read("qa.jsonl", QA)} == set(QUESTION_TYPES)
 
 
-def one_type(world: World, question_type: str) -> None:
+def one_type(world: World, question_type: str, window_days: int | None = None) -> None:
     world.config["qa"].update(types=[question_type], plans_per_type=1, target_per_type=1)
+    if window_days is not None:
+        world.config["qa"].update(window_days=window_days, stride_days=window_days)
+
+
+def plan_reply(evidence: list[int], days: int = 0, hour: int = 12, feasible: bool = True, absent: str = "") -> str:
+    return json.dumps({"feasible": feasible, "evidence": evidence, "temporal_scope": "s", "outline": "o",
+                       "absent_topic": absent, "ask_after_days": days, "ask_hour": hour})
+
+
+WRITE_REPLY = json.dumps({"question": "Hey Lin, what did you do?", "answer": "I did it."})
+
+
+def first_segment(world: World) -> Segment:
+    """The segment the stage plans first for the world's one type (as the stage computes it)."""
+    section = world.config["qa"]
+    read = world.read
+    states = arc_states(read("events.jsonl", Event), read("phases.jsonl", Phase), read("major_events.jsonl",
+                                                                                         MajorEvent))
+    items = observable_evidence(read("evidence.jsonl", Evidence), world.traces().values(), states)
+    segments = trajectory_segments(items, [a.id for a in read("arcs.jsonl", LifeArc)], START, END,
+                                   section["window_days"], section["stride_days"], section["max_segment_evidence"])
+    [(_, segment)] = candidates(segments, section["types"], 1)
+    return segment
 
 
 def test_question_time_is_clamped_after_the_newest_needed_trace(world):
     one_type(world, "factual")
-    world.fake.script = [
-        json.dumps({"feasible": True, "evidence": [1], "temporal_scope": "s", "outline": "o", "absent_topic": ""}),
-        json.dumps({"question": "Hey Lin, what did you do?", "answer": "I did it.", "day_offset": 0, "hour": 7}),
-    ]
+    world.fake.script = [plan_reply([1], days=0, hour=7), WRITE_REPLY]
     world.run(qa_stage)
     [item] = world.read("qa.jsonl", QA)
     newest = max(world.traces()[t].time for t in item.digital_trace_ids)
     assert newest.hour >= 7  # the asked hour (7:00 that day) would precede the trace; code moves it later
     assert item.question_time == newest.replace(minute=0) + dt.timedelta(hours=1)
+    [write] = [r for r in world.fake.seen if r.task == "qa_write"]
+    assert set(write.json_schema["properties"]) == {"question", "answer"}  # the writer does not choose the time
+    assert f"Asked at: {item.question_time.isoformat(timespec='minutes')} (fixed)" in write.messages[-1]["content"]
+    [plan] = [r for r in world.fake.seen if r.task == "qa_plan"]
+    assert plan.json_schema["properties"]["ask_after_days"]["maximum"] == world.config["qa"]["max_question_delay_days"]
+
+
+@pytest.mark.parametrize("window_days, pick, days, hour", [
+    (60, "first", 0, 7), (60, "last", 30, 22), (60, "first", 30, 7),
+    (181, "last", 30, 22),  # the arc's last evidence, a month later: past the end + grace, so clamped to it
+    (181, "first", 30, 22), (181, "last", 0, 7), (90, "last", 11, 15),
+])
+def test_scripted_question_times_stay_between_their_traces_and_the_end(tmp_path, window_days, pick, days, hour):
+    world = World(tmp_path / "out")
+    one_type(world, "factual", window_days)
+    segment = first_segment(world)
+    world.fake.script = [plan_reply([1 if pick == "first" else len(segment.evidence)], days, hour), WRITE_REPLY]
+    world.run(qa_stage)
+    [item] = world.read("qa.jsonl", QA)
+    check_question_time(world, item)
+    newest = max(world.traces()[t].time for t in item.digital_trace_ids)
+    planned = dt.datetime.combine(newest.date() + dt.timedelta(days=days), dt.time(hour))
+    if window_days == 181 and pick == "last" and days == 30:
+        grace = dt.timedelta(days=world.config["qa"]["question_grace_days"])
+        assert planned.date() > END + grace and item.question_time == dt.datetime.combine(END + grace, dt.time(hour))
+
+
+def test_the_question_is_asked_before_the_arc_changes_in_the_gap(world):
+    """Window January–March; the plan picks the arc's newest evidence (March 23) and asks a month later. The arc
+    moves to its next state in April (a new major event): the question lands before that evidence appears."""
+    one_type(world, "factual", window_days=90)
+    segment = first_segment(world)
+    last = segment.evidence[-1]
+    world.fake.script = [plan_reply([len(segment.evidence)], days=30, hour=18), WRITE_REPLY]
+    world.run(qa_stage)
+    [item] = world.read("qa.jsonl", QA)
+    seen, arcs = first_seen(world), evidence_arcs(world)
+    after = sorted((when, e) for e, when in seen.items() if segment.arc_id in arcs[e] and when > last.time)
+    change_time, change = after[0]
+    states = arc_states(world.read("events.jsonl", Event), world.read("phases.jsonl", Phase),
+                        world.read("major_events.jsonl", MajorEvent))
+    event_of = {e.id: e.event_id for e in world.read("evidence.jsonl", Evidence)}
+    assert dict(states[event_of[change]])[segment.arc_id] == 1 == 1 + last.state_of(segment.arc_id)  # it changed
+    assert change_time < last.time + dt.timedelta(days=30)  # inside the gap the plan asked for
+    assert last.time <= item.question_time < change_time
+    assert item.question_time == change_time.replace(minute=0) - dt.timedelta(hours=1)  # the last hour before
+
+
+def test_an_unanswerable_item_keeps_its_background_evidence(world):
+    one_type(world, "unanswerable")
+    world.fake.script = [plan_reply([1, 2], days=3, absent="the name of his new boss"), WRITE_REPLY]
+    world.run(qa_stage)
+    [item] = world.read("qa.jsonl", QA)
+    assert len(item.evidence) == 2 and all(ref.background for ref in item.evidence)
+    assert item.digital_trace_ids == list(dict.fromkeys(t for ref in item.evidence for t in ref.digital_trace_ids))
+    assert item.digital_trace_ids and all(world.traces()[t].time <= item.question_time for t in item.digital_trace_ids)
 
 
 def test_an_infeasible_plan_writes_nothing(world):
     one_type(world, "causal")
-    world.fake.script = [json.dumps({"feasible": False, "evidence": [1], "temporal_scope": "", "outline": "",
-                                     "absent_topic": ""})]
+    world.fake.script = [plan_reply([1], feasible=False)]
     world.run(qa_stage)
     assert world.read("qa.jsonl", QA) == []
     assert not [r for r in world.fake.seen if r.task == "qa_write"]
@@ -196,8 +319,7 @@ def test_an_infeasible_plan_writes_nothing(world):
 
 def test_a_single_point_selection_cannot_carry_a_comparison(world):
     one_type(world, "comparison")
-    world.fake.script = [json.dumps({"feasible": True, "evidence": [2], "temporal_scope": "", "outline": "",
-                                     "absent_topic": ""})]
+    world.fake.script = [plan_reply([2])]
     world.run(qa_stage)
     assert world.read("qa.jsonl", QA) == []
 

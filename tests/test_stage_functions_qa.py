@@ -126,8 +126,19 @@ SEG_TRACES = {t: trace(t, when, [e.evidence_id]) for e in SEGMENT.evidence for t
 
 def plan_answer(**update):
     answer = {"feasible": True, "evidence": [2, 1, 2], "temporal_scope": "early March", "outline": "o",
-              "absent_topic": ""}
-    return qa.plan_model(3).model_validate({**answer, **update})
+              "absent_topic": "", "ask_after_days": 0, "ask_hour": 8}
+    return qa.plan_model(3, 30).model_validate({**answer, **update})
+
+
+def test_the_plan_decides_the_question_time_once_within_bounds():
+    plan = qa.build_plan(plan_answer(ask_after_days=30, ask_hour=22), "causal", SEGMENT)
+    assert (plan.ask_after_days, plan.ask_hour) == (30, 22)
+    for bad in ({"ask_after_days": 31}, {"ask_after_days": -1}, {"ask_hour": 6}, {"ask_hour": 23}):
+        with pytest.raises(ValidationError):
+            plan_answer(**bad)
+    schema = qa.plan_model(3, 14).model_json_schema()["properties"]
+    assert (schema["ask_after_days"]["minimum"], schema["ask_after_days"]["maximum"]) == (0, 14)
+    assert set(qa.write_model(280).model_json_schema()["properties"]) == {"question", "answer"}
 
 
 @pytest.mark.parametrize("question_type, update, reason", [
@@ -172,43 +183,104 @@ def test_needed_traces_are_those_visible_by_the_window_end_and_set_the_base_time
     # unanswerable: after the newest evidence of the segment, needed or not
     assert qa.question_base("unanswerable", SEGMENT, qa.needed_traces(SEGMENT, [1]), SEG_TRACES) == \
         dt.datetime(2022, 3, 3, 21)
+    # ... and after every background trace it keeps
+    late = {**SEG_TRACES, "t1_1": trace("t1_1", dt.datetime(2022, 3, 9, 10), ["e1"])}
+    assert qa.question_base("unanswerable", SEGMENT, qa.needed_traces(SEGMENT, [1]), late) == \
+        dt.datetime(2022, 3, 9, 10)
+
+
+LAST_DAY = dt.date(2022, 3, 20)  # the timeline's end + grace in the cases below
+
+
+@pytest.mark.parametrize("base", [dt.datetime(2022, 3, 3, 6, 15), dt.datetime(2022, 3, 3, 21, 30),
+                                  dt.datetime(2022, 3, 3, 23, 45), dt.datetime(2022, 3, 19, 22, 10),
+                                  dt.datetime(2022, 3, 20, 23, 50), dt.datetime(2022, 3, 22, 9)])
+@pytest.mark.parametrize("after", [None, dt.timedelta(minutes=1), dt.timedelta(minutes=50), dt.timedelta(hours=5),
+                                   dt.timedelta(days=2, hours=3), dt.timedelta(days=40)])
+def test_question_time_never_precedes_its_traces_nor_passes_the_end_nor_reaches_the_next_evidence(base, after):
+    """Every plan the schema allows, at every edge: base late at night, on the last day, past it (a needed trace
+    written after end + grace: causality wins), next evidence a minute or weeks later."""
+    next_evidence = None if after is None else base + after
+    for days in (0, 1, 7, 30):
+        for hour in (qa.HOURS[0], 12, qa.HOURS[1]):
+            asked = qa.question_time(base, days, hour, LAST_DAY, next_evidence)
+            assert asked >= base
+            if base.date() <= LAST_DAY:
+                assert asked.date() <= LAST_DAY
+            else:
+                assert asked == base  # cannot be both: never before its evidence wins
+            if next_evidence is not None:
+                assert asked < next_evidence
+            wanted = dt.datetime.combine(base.date() + dt.timedelta(days=days), dt.time(hour))
+            if base <= wanted <= dt.datetime.combine(LAST_DAY, dt.time(23)) and (
+                    next_evidence is None or wanted < next_evidence):
+                assert asked == wanted  # within every bound the plan's choice stands
+
+
+def test_the_question_is_asked_before_the_arc_moves_on():
+    # the arc's evidence: e1 and e2 in the segment, then the arc changes on March 9 (e4) and again later (e5)
+    arc_items = [*SEGMENT.evidence, seg_item(4, 9, (9,)), seg_item(5, 15, (15,))]
+    plan = qa.build_plan(plan_answer(ask_after_days=30, ask_hour=20), "causal", SEGMENT)
+    needed = qa.needed_traces(SEGMENT, plan.evidence)
+    assert qa.next_evidence_time(arc_items, dt.datetime(2022, 3, 3, 21)) == dt.datetime(2022, 3, 9, 21)
+    # e3 shares e2's time, so it is no later evidence; e4 is
+    asked = qa.ask_time(plan, SEGMENT, needed, SEG_TRACES, arc_items, dt.date(2022, 6, 30))
+    assert dt.datetime(2022, 3, 3, 21) <= asked < dt.datetime(2022, 3, 9, 21)
+    assert asked == dt.datetime(2022, 3, 9, 20)  # the latest whole hour before the change
+    soon = qa.build_plan(plan_answer(ask_after_days=2, ask_hour=9), "causal", SEGMENT)
+    assert qa.ask_time(soon, SEGMENT, needed, SEG_TRACES, arc_items, dt.date(2022, 6, 30)) == \
+        dt.datetime(2022, 3, 5, 9)  # inside every bound: the plan's time
+    assert qa.ask_time(plan, SEGMENT, needed, SEG_TRACES, list(SEGMENT.evidence), dt.date(2022, 3, 12)) == \
+        dt.datetime(2022, 3, 12, 20)  # nothing follows: only end + grace bounds it
 
 
 def test_qa_write_variables_show_only_the_chosen_evidence_and_needed_traces():
     plan = qa.build_plan(plan_answer(), "causal", SEGMENT)
     needed = qa.needed_traces(SEGMENT, plan.evidence)
-    base = dt.datetime(2022, 3, 3, 21)
-    variables = qa.write_variables({"persona": "P", "arcs": []}, "ARC", SEGMENT, plan, needed, base, SEG_TRACES,
+    asked = dt.datetime(2022, 3, 4, 8)
+    variables = qa.write_variables({"persona": "P", "arcs": []}, "ARC", SEGMENT, plan, needed, asked, SEG_TRACES,
                                    SECTIONS.qa, 280)
     assert variables["max_answer_chars"] == 280
     assert [e["index"] for e in variables["evidence"]] == [1, 2]
     assert [t["content"] for t in variables["traces"]] == ["content of t1_1", "content of t2_3"]
-    assert (variables["base_date"], variables["base_time"]) == ("2022-03-03", "2022-03-03T21:00")
+    assert variables["question_time"] == "2022-03-04T08:00"  # fixed before writing: the writer does not choose it
     assert (variables["arc"], variables["question_type"], variables["window_end"]) == ("ARC", "causal", "2022-03-10")
     assert variables["temporal_scope"] == "early March"
-    planned = qa.plan_variables({"persona": "P", "arcs": []}, "ARC", SEGMENT, "causal", SEG_TRACES)
+    planned = qa.plan_variables({"persona": "P", "arcs": []}, "ARC", SEGMENT, "causal", SEG_TRACES, 30)
     assert [e["index"] for e in planned["evidence"]] == [1, 2, 3]
     assert [e["recent"] for e in planned["evidence"]] == [False, False, True]
+    assert planned["max_delay_days"] == 30 and planned["hours"] == qa.HOURS
 
 
-def test_build_qa_grounds_the_item_and_asks_it_after_its_newest_trace():
+def test_build_qa_grounds_the_item_and_asks_it_at_the_planned_time():
     plan = qa.build_plan(plan_answer(), "causal", SEGMENT)
     needed = qa.needed_traces(SEGMENT, plan.evidence)
-    base = dt.datetime(2022, 3, 3, 21, 30)
+    asked = qa.ask_time(plan, SEGMENT, needed, SEG_TRACES, list(SEGMENT.evidence), dt.date(2022, 6, 30))
+    assert asked == dt.datetime(2022, 3, 3, 22)  # 8:00 that day precedes the newest trace: an hour after it
     arc = type("Arc", (), {"id": "arc1", "dimension": "emotion"})()
-    answer = qa.write_model(30, 280).model_validate({"question": " Why? ", "answer": " Because. ", "day_offset": 0,
-                                                     "hour": 8})
+    answer = qa.write_model(280).model_validate({"question": " Why? ", "answer": " Because. "})
     with pytest.raises(ValidationError, match="at most 280 characters"):  # the cap that keeps options balanced
-        qa.write_model(30, 280).model_validate({"question": "Why?", "answer": "x" * 281, "day_offset": 0, "hour": 8})
-    item = qa.build_qa(answer, plan, SEGMENT, arc, PID, base, needed)
+        qa.write_model(280).model_validate({"question": "Why?", "answer": "x" * 281})
+    item = qa.build_qa(answer, plan, SEGMENT, arc, PID, asked, needed)
     assert item.id == mint_id(PID, "qa", "causal", SEGMENT.key)
     assert (item.question, item.answer, item.dimension, item.arc_id) == ("Why?", "Because.", "emotion", "arc1")
-    assert item.question_time == dt.datetime(2022, 3, 3, 22)  # 8:00 that day precedes the base: an hour after it
-    assert [(r.evidence_id, r.digital_trace_ids) for r in item.evidence] == [("e1", ["t1_1"]), ("e2", ["t2_3"])]
+    assert item.question_time == asked
+    assert [(r.evidence_id, r.digital_trace_ids, r.background) for r in item.evidence] == [
+        ("e1", ["t1_1"], False), ("e2", ["t2_3"], False)]
     assert item.digital_trace_ids == ["t1_1", "t2_3"] and item.window_end == dt.date(2022, 3, 10)
-    absent = qa.build_plan(plan_answer(absent_topic="a car", evidence=[1]), "unanswerable", SEGMENT)
-    blank = qa.build_qa(answer, absent, SEGMENT, arc, PID, base, qa.needed_traces(SEGMENT, absent.evidence))
-    assert blank.evidence == [] and blank.digital_trace_ids == []
+
+
+def test_an_unanswerable_item_keeps_its_related_background():
+    absent = qa.build_plan(plan_answer(absent_topic="a car", evidence=[1, 3]), "unanswerable", SEGMENT)
+    needed = qa.needed_traces(SEGMENT, absent.evidence)
+    asked = qa.ask_time(absent, SEGMENT, needed, SEG_TRACES, list(SEGMENT.evidence), dt.date(2022, 6, 30))
+    arc = type("Arc", (), {"id": "arc1", "dimension": "emotion"})()
+    answer = qa.write_model(280).model_validate({"question": "Which car?", "answer": "I never said."})
+    item = qa.build_qa(answer, absent, SEGMENT, arc, PID, asked, needed)
+    assert [(r.evidence_id, r.statement, r.digital_trace_ids, r.background) for r in item.evidence] == [
+        ("e1", "statement 1", ["t1_1"], True), ("e3", "statement 3", ["t3_3"], True)]
+    assert item.digital_trace_ids == ["t1_1", "t3_3"]  # the union of the background's traces: gold for recall
+    assert all(SEG_TRACES[t].time <= item.question_time for t in item.digital_trace_ids)
 
 
 # ----------------------------------------------------------------------------------------- distractors

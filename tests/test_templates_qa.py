@@ -31,10 +31,10 @@ def variables(template: str, persona: Persona, arcs: list[LifeArc], language: st
     common = {"persona": persona, "arcs": arcs, "question_type": question_type}
     return {
         "qa_plan.j2": {**common, "arc": arcs[0], "window_start": "2022-01-01", "window_end": "2022-03-01",
-                       "evidence": evidence},
+                       "evidence": evidence, "max_delay_days": 23, "hours": (7, 22)},
         "qa_write.j2": {**common, "arc": arcs[0], "window_start": "2022-01-01", "window_end": "2022-03-01",
                         "evidence": evidence, "traces": traces, "temporal_scope": "SCOPE", "outline": "OUTLINE",
-                        "absent_topic": "ABSENT-TOPIC", "base_date": "2022-02-01", "base_time": "2022-02-01T21:00",
+                        "absent_topic": "ABSENT-TOPIC", "question_time": "2022-02-03T19:00",
                         "max_answer_chars": 280},
         "distractors_write.j2": {**common, "dimension": "emotion", "question_time": "2022-03-02T20:00",
                                  "question": "QUESTION-TEXT", "answer": "ANSWER-TEXT",
@@ -97,6 +97,19 @@ def test_each_type_definition_is_rendered(people, language, question_type):
     line = next(line for line in task.splitlines() if question_type in line and "—" in line)
     assert len(line) > len(question_type) + 15  # the definition itself, not just the name
     assert ("absent_topic：一个" in task or "absent_topic: a concrete topic" in task) == (question_type == "unanswerable")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("question_type", ["causal", "unanswerable"])
+def test_the_plan_decides_the_question_time_and_the_writer_is_given_it(people, language, question_type):
+    persona, arcs = people
+    plan = render("qa_plan.j2", language=language,
+                  **variables("qa_plan.j2", persona, arcs, language, question_type))[1]["content"]
+    assert "ask_after_days" in plan and "ask_hour" in plan and "0–23" in plan and "7–22" in plan
+    write = render("qa_write.j2", language=language,
+                   **variables("qa_write.j2", persona, arcs, language, question_type))[1]["content"]
+    assert write.count("2022-02-03T19:00") == 2  # stated, then what the answer must hold at
+    assert "day_offset" not in write and "ask_" not in write  # nothing left for the writer to decide
 
 
 def test_no_context_tasks_see_no_persona_or_traces(people):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from functools import lru_cache, partial
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.models import QA, EvidenceRef, LifeArc, Persona, Trace, mint_id
+from synth.models import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.settings import QASettings
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import trace_excerpts
@@ -17,6 +18,7 @@ from synth.windows import (
     MIN_EVIDENCE,
     Segment,
     SegmentEvidence,
+    arc_states,
     candidates,
     observable_evidence,
     trajectory_segments,
@@ -26,8 +28,10 @@ HOURS = (7, 22)  # a friend asks between breakfast and bedtime
 
 
 @lru_cache(maxsize=None)
-def plan_model(count: int) -> type[BaseModel]:
-    """The plan answer for a segment of `count` evidence: indices are an enum of 1..count, so nothing dangles."""
+def plan_model(count: int, max_delay_days: int) -> type[BaseModel]:
+    """The plan answer for a segment of `count` evidence: indices are an enum of 1..count, so nothing dangles. The
+    plan also decides when the question is asked, once: a bounded day offset after the newest needed trace and an
+    hour (`ask_time` turns them into the question time)."""
     index = Literal[tuple(range(1, count + 1))]  # type: ignore[valid-type]
     return create_model(
         "QAPlan",
@@ -36,19 +40,19 @@ def plan_model(count: int) -> type[BaseModel]:
         temporal_scope=(str, ...),
         outline=(str, ...),
         absent_topic=(str, ...),
+        ask_after_days=(int, Field(ge=0, le=max_delay_days)),
+        ask_hour=(int, Field(ge=HOURS[0], le=HOURS[1])),
     )
 
 
 @lru_cache(maxsize=None)
-def write_model(max_day: int, max_answer_chars: int) -> type[BaseModel]:
-    """The written item; the question time is a bounded day offset and hour, so it stays inside the timeline; the
-    answer is capped so that four distractors of its length fit the distractor task's budget."""
+def write_model(max_answer_chars: int) -> type[BaseModel]:
+    """The written item (its time is the plan's, fixed before writing); the answer is capped so that four
+    distractors of its length fit the distractor task's budget."""
     return create_model(
         "QAWrite",
         question=(str, Field(min_length=1)),
         answer=(str, Field(min_length=1, max_length=max_answer_chars)),
-        day_offset=(int, Field(ge=0, le=max_day)),
-        hour=(int, Field(ge=HOURS[0], le=HOURS[1])),
     )
 
 
@@ -84,17 +88,32 @@ def gate(question_type: str, segment: Segment, chosen: list[int]) -> str:
     return ""
 
 
-def question_time(base: dt.datetime, day_offset: int, hour: int) -> dt.datetime:
-    """The asked time, never before `base` (the newest trace the question needs)."""
-    asked = dt.datetime.combine(base.date() + dt.timedelta(days=day_offset), dt.time(hour), tzinfo=base.tzinfo)
+def _hour_of(when: dt.datetime) -> dt.datetime:
+    return when.replace(minute=0, second=0, microsecond=0)
+
+
+def question_time(base: dt.datetime, ask_after_days: int, hour: int, last_day: dt.date,
+                  next_evidence: dt.datetime | None = None) -> dt.datetime:
+    """The asked time: `ask_after_days` after `base` (the newest trace the question needs) at `hour`, then bounded.
+    It is strictly before `next_evidence` (the arc's next evidence after `base`: an answer written from the chosen
+    evidence is still true when asked) and on or before `last_day` (the timeline's end + grace). It never precedes
+    `base`, and that bound wins a conflict (a needed trace written after `last_day`): no question before its
+    evidence."""
+    day = min(base.date() + dt.timedelta(days=max(0, ask_after_days)), max(last_day, base.date()))
+    asked = dt.datetime.combine(day, dt.time(hour), tzinfo=base.tzinfo)
     if asked < base:
-        asked = base.replace(minute=0, second=0, microsecond=0) + dt.timedelta(hours=1)
-    return asked
+        asked = _hour_of(base) + dt.timedelta(hours=1)
+    latest = dt.datetime.combine(last_day, dt.time(23, 59), tzinfo=base.tzinfo)
+    if next_evidence is not None:
+        latest = min(latest, next_evidence - dt.timedelta(minutes=1))
+    if asked > latest:
+        asked = _hour_of(latest)
+    return max(asked, base)
 
 
-def max_day_offset(base: dt.datetime, persona: Persona, section: QASettings) -> int:
-    last = persona.end + dt.timedelta(days=section.question_grace_days)
-    return max(0, min(section.max_question_delay_days, (last - base.date()).days))
+def next_evidence_time(arc_items: Sequence[SegmentEvidence], after: dt.datetime) -> dt.datetime | None:
+    """When the arc's next evidence after `after` becomes observable (its first trace); None when none follows."""
+    return next((item.time for item in arc_items if item.time > after), None)
 
 
 class Plan(BaseModel):
@@ -109,6 +128,8 @@ class Plan(BaseModel):
     temporal_scope: str
     outline: str
     absent_topic: str
+    ask_after_days: int  # the question time, decided once: days after the newest needed trace ...
+    ask_hour: int  # ... at this hour (then bounded by `question_time`)
 
 
 # ------------------------------------------------------------------- per task: prompt variables in, record out
@@ -120,8 +141,9 @@ def segment_variables(common: dict, arc: LifeArc, segment: Segment, question_typ
 
 
 def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str,
-                   traces: dict[str, Trace]) -> dict:
-    return {**segment_variables(common, arc, segment, question_type), "evidence": _entries(segment, None, traces)}
+                   traces: dict[str, Trace], max_delay_days: int) -> dict:
+    return {**segment_variables(common, arc, segment, question_type), "evidence": _entries(segment, None, traces),
+            "max_delay_days": max_delay_days, "hours": HOURS}
 
 
 def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen: list[int]) -> str:
@@ -138,7 +160,7 @@ def build_plan(answer: BaseModel, question_type: str, segment: Segment) -> Plan:
     reason = plan_reason(answer, question_type, segment, chosen)
     return Plan(question_type=question_type, segment=segment.key, feasible=not reason, gate=reason,
                 evidence=chosen, temporal_scope=answer.temporal_scope, outline=answer.outline,
-                absent_topic=answer.absent_topic)
+                absent_topic=answer.absent_topic, ask_after_days=answer.ask_after_days, ask_hour=answer.ask_hour)
 
 
 def choose_plans(picks: list[tuple[str, Segment]], plans: dict[str, Plan], target: int) -> list[tuple[Plan, Segment]]:
@@ -166,39 +188,48 @@ def trace_ids_of(needed: dict[str, list[str]]) -> list[str]:
 
 def question_base(question_type: str, segment: Segment, needed: dict[str, list[str]],
                   traces: dict[str, Trace]) -> dt.datetime:
-    """The time a question is asked after: the newest trace it needs; an unanswerable one, which needs none,
-    is asked after the related background it lacks (the segment's newest evidence)."""
+    """The time a question is asked after: the newest trace it needs; an unanswerable one is asked after the
+    related background it lacks (the segment's newest evidence), and after the background traces it keeps."""
+    times = [traces[t].time for t in trace_ids_of(needed)]
     if question_type == "unanswerable":
-        return max(e.time for e in segment.evidence)
-    return max(traces[t].time for t in trace_ids_of(needed))
+        times += [e.time for e in segment.evidence]
+    return max(times)
+
+
+def ask_time(plan: Plan, segment: Segment, needed: dict[str, list[str]], traces: dict[str, Trace],
+             arc_items: Sequence[SegmentEvidence], last_day: dt.date) -> dt.datetime:
+    """The question time, computed once from the plan: after the newest needed trace, before the arc's next
+    evidence (`arc_items`: the arc's observable evidence, oldest first), by `last_day` (end + grace)."""
+    base = question_base(plan.question_type, segment, needed, traces)
+    return question_time(base, plan.ask_after_days, plan.ask_hour, last_day, next_evidence_time(arc_items, base))
 
 
 def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, needed: dict[str, list[str]],
-                    base: dt.datetime, traces: dict[str, Trace], section: QASettings, max_answer_chars: int) -> dict:
+                    asked: dt.datetime, traces: dict[str, Trace], section: QASettings, max_answer_chars: int) -> dict:
     return {
         **segment_variables(common, arc, segment, plan.question_type),
         "evidence": _entries(segment, plan.evidence, traces),
         "traces": trace_excerpts(trace_ids_of(needed), traces, section),
         "temporal_scope": plan.temporal_scope, "outline": plan.outline, "absent_topic": plan.absent_topic,
-        "base_date": base.date().isoformat(), "base_time": base.isoformat(timespec="minutes"),
-        "max_answer_chars": max_answer_chars,
+        "question_time": asked.isoformat(timespec="minutes"), "max_answer_chars": max_answer_chars,
     }
 
 
-def build_qa(answer: BaseModel, plan: Plan, segment: Segment, arc: LifeArc, persona_id: str, base: dt.datetime,
+def build_qa(answer: BaseModel, plan: Plan, segment: Segment, arc: LifeArc, persona_id: str, asked: dt.datetime,
              needed: dict[str, list[str]]) -> QA:
-    """The item written from a write answer; an unanswerable one carries no evidence and no traces."""
-    unanswerable = plan.question_type == "unanswerable"
-    refs = [] if unanswerable else [
-        EvidenceRef(statement=e.statement, evidence_id=e.evidence_id, digital_trace_ids=needed[e.evidence_id])
+    """The item written from a write answer, asked at `asked`. An unanswerable item keeps the plan's evidence as
+    its related background (`background=True`; it does not answer the question), so its traces are gold too."""
+    background = plan.question_type == "unanswerable"
+    refs = [
+        EvidenceRef(statement=e.statement, evidence_id=e.evidence_id, digital_trace_ids=needed[e.evidence_id],
+                    background=background)
         for e in (segment.evidence[i - 1] for i in plan.evidence)
     ]
     return QA(
         id=mint_id(persona_id, "qa", plan.question_type, segment.key), persona_id=persona_id,
-        question_type=plan.question_type, dimension=arc.dimension, arc_id=arc.id,
-        question_time=question_time(base, answer.day_offset, answer.hour),
+        question_type=plan.question_type, dimension=arc.dimension, arc_id=arc.id, question_time=asked,
         question=answer.question.strip(), answer=answer.answer.strip(), evidence=refs,
-        digital_trace_ids=[] if unanswerable else list(dict.fromkeys(trace_ids_of(needed))),
+        digital_trace_ids=list(dict.fromkeys(trace_ids_of(needed))),
         window_end=segment.window.end, temporal_scope=plan.temporal_scope, outline=plan.outline,
     )
 
@@ -214,7 +245,10 @@ class Planner:
         self.persona = ctx.persona
         self.arc_by_id = {a.id: a for a in ctx.arcs}
         self.traces = ctx.traces_by_id
-        items = observable_evidence(ctx.evidence, self.traces.values())
+        items = observable_evidence(ctx.evidence, self.traces.values(),
+                                    arc_states(ctx.events, ctx.phases, ctx.major_events))
+        self.arc_items = {a.id: [e for e in items if a.id in e.arc_ids] for a in ctx.arcs}
+        self.last_day = self.persona.end + dt.timedelta(days=self.section.question_grace_days)
         self.segments = trajectory_segments(
             items, [a.id for a in ctx.arcs], self.persona.start, self.persona.end,
             self.section.window_days, self.section.stride_days,
@@ -223,19 +257,20 @@ class Planner:
         self.common = {"persona": self.persona, "arcs": ctx.arcs}
 
     async def plan(self, question_type: str, segment: Segment) -> Records:
-        variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces)
-        answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence)))
+        delay = self.section.max_question_delay_days
+        variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
+                                   delay)
+        answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay))
         return {"plans": [build_plan(answer, question_type, segment)]}
 
     async def write(self, plan: Plan, segment: Segment) -> Records:
         arc = self.arc_by_id[segment.arc_id]
         needed = needed_traces(segment, plan.evidence)
-        base = question_base(plan.question_type, segment, needed, self.traces)
+        asked = ask_time(plan, segment, needed, self.traces, self.arc_items[arc.id], self.last_day)
         cap = self.section.max_answer_chars[self.ctx.language]
-        variables = write_variables(self.common, arc, segment, plan, needed, base, self.traces, self.section, cap)
-        answer = await self.ctx.ask("qa_write", "qa_write.j2", variables,
-                                    write_model(max_day_offset(base, self.persona, self.section), cap))
-        return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, base, needed)]}
+        variables = write_variables(self.common, arc, segment, plan, needed, asked, self.traces, self.section, cap)
+        answer = await self.ctx.ask("qa_write", "qa_write.j2", variables, write_model(cap))
+        return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, asked, needed)]}
 
 
 def plan_key(question_type: str, segment: Segment) -> str:
@@ -260,7 +295,9 @@ async def run(ctx: StageContext) -> dict[str, list]:
 
 STAGE = Stage(
     name="qa",
-    reads=("persona.jsonl", "arcs.jsonl", "evidence.jsonl", "traces.jsonl"),
+    # major events, phases and events only date each evidence's arc states (which items the planner sees)
+    reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "events.jsonl", "evidence.jsonl",
+           "traces.jsonl"),
     writes=("qa.jsonl",),
     templates=("qa_plan.j2", "qa_write.j2"),
     tasks=("qa_plan", "qa_write"),
