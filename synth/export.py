@@ -28,6 +28,11 @@ class ContextEntry(_Strict):
 
 
 class ExportEvidence(_Strict):
+    """An evidence statement and its traces. An unanswerable item's evidence is its related background (synth's
+    `background: true`): exported as evidence all the same, so recall can be scored on it; the release format has
+    no field to flag it, and none is added (third-party readers take exactly these names), so `question_type`
+    "unanswerable" is what marks it."""
+
     statement: str
     digital_trace_ids: list[str]
 

@@ -76,6 +76,26 @@ def test_export_round_trips_with_the_release_field_names(dataset):
         assert any(c.id == question.correct_choice_id for c in question.choices)
 
 
+def test_unanswerable_items_export_their_background_evidence(tmp_path, dataset):
+    """The background of an unanswerable item goes out as ordinary evidence (the release has no field to flag it;
+    its question_type does), so recall can be scored on it; the field names stay exactly the release's."""
+    final = read_records(dataset / PID / "final.jsonl", FinalItem)
+    mcq = read_records(dataset / PID / "mcq.jsonl", MCQ)
+    unanswerable = next(i for i in mcq if i.question_type == "unanswerable")
+    assert unanswerable.evidence and all(r.background for r in unanswerable.evidence)
+    copy = tmp_path / "copy"
+    shutil.copytree(dataset, copy)
+    write_atomic(copy / PID / "final.jsonl", [*final, FinalItem(**unanswerable.model_dump())]
+                 if unanswerable.id not in {i.id for i in final} else final)
+    [path] = export_dataset(copy)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    [question] = [q for q in raw["questions"] if q["id"] == unanswerable.id]
+    assert question["evidence"] == [{"statement": r.statement, "digital_trace_ids": r.digital_trace_ids}
+                                    for r in unanswerable.evidence]
+    assert question["digital_trace_ids"] == unanswerable.digital_trace_ids and question["correct_choice_id"] == "E"
+    assert load_clonemem(path).questions  # still the strict release format
+
+
 def test_load_clonemem_rejects_unknown_field_names(tmp_path):
     path = tmp_path / "x.json"
     path.write_text(json.dumps({"person_name": "a", "person_id": "b", "context": [], "questions": [], "extra": 1}))
