@@ -94,7 +94,7 @@ def test_bootstrap_interval_contains_the_mean_and_is_reproducible():
     low, high = bootstrap_ci(values, seed=3)
     mean = sum(values) / len(values)
     assert low < mean < high
-    assert 0 <= low and high <= 1
+    assert low >= 0 and high <= 1
     assert bootstrap_ci(values, seed=3) == (low, high)
 
 
@@ -349,3 +349,48 @@ def test_dense_flat_retrieval_through_an_openai_compatible_embeddings_endpoint(m
             system.ingest({"id": f"d{i}", "medium": "note", "content": text})
         assert system.retrieve("sister wedding dress", 2, None)[0] == "d1"
         assert server.stats()["requests"] >= 2  # traces and query were really embedded there
+
+
+# ---- unanswerable questions: recall on their related background -----------------------------------------------
+
+
+def test_an_unanswerable_questions_background_is_gold_for_recall_not_for_the_judges(tmp_path):
+    """synth keeps an unanswerable item's related background (`background: true`); a release file marks it only by
+    the type. Either way its traces are the recall gold, and the judges get no ground-truth statements."""
+    raw = _q("u1", "2022-12-10", "unanswerable", "experience", [("Lives in Lisbon now", ["t4", "t6"])], correct="E")
+    flagged = {**raw, "evidence": [{**e, "background": True} for e in raw["evidence"]]}
+    persona_dir = tmp_path / "ds" / "p1"
+    persona_dir.mkdir(parents=True)
+    (persona_dir / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in CONTEXT))
+    (persona_dir / "final.jsonl").write_text(json.dumps(flagged) + "\n")
+    write_release(tmp_path / "release")
+    for question in (load_eval_set(tmp_path / "ds").questions[0], _loaded_release(tmp_path / "release", raw)):
+        assert question.background and question.statements == ()
+        assert question.evidence_sets == (("t4", "t6"),) and question.gold_ids == ["t4", "t6"]
+        assert recall_scores(["t4", "t1"], question.evidence_sets)["recall_flat"] == 0.5
+    empty = load_eval_set(write_release(tmp_path / "plain")).questions[3]  # q4: unanswerable, no background
+    assert empty.background and empty.evidence_sets == () and recall_scores(["t1"], empty.evidence_sets) is None
+
+
+def _loaded_release(root: Path, extra: dict):
+    path = root / "100k" / "ana_benchmark_en.json"
+    data = json.loads(path.read_text())
+    data["questions"].append(extra)
+    path.write_text(json.dumps(data))
+    return next(q for q in load_eval_set(path).questions if q.id == extra["id"])
+
+
+def test_unanswerable_questions_with_background_are_scored_for_recall(tmp_path):
+    data = tmp_path / "data"
+    write_release(data)
+    _loaded_release(data, _q("u1", "2022-12-10", "unanswerable", "experience", [("Lives in Lisbon now", ["t4", "t6"])],
+                             correct="E"))
+    out = tmp_path / "run"
+    summary = _eval(data, out)
+    rows = {r["question_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert rows["u1"]["recall"] is not None and rows["u1"]["gold_trace_ids"] == ["t4", "t6"]
+    assert rows["u1"]["judge"]["memory_recall"] is None  # no ground-truth statements: the judges see none
+    assert rows["q4"]["recall"] is None  # no background: still left out
+    counts = summary["counts"]
+    assert counts["recall_excluded_no_gold_traces"] == 1 and counts["recall_on_background"] == 1
+    assert summary["by_question_type"]["unanswerable"]["recall_flat"]["n"] == 1

@@ -39,8 +39,9 @@ class EvalQuestion:
     dimension: str
     question_time: dt.datetime | None
     answer: str
-    statements: tuple[str, ...]  # the ground-truth memory items (evidence statements)
+    statements: tuple[str, ...]  # the ground-truth memory items (evidence statements; never background)
     evidence_sets: tuple[tuple[str, ...], ...]  # per evidence statement: its trace ids (empty sets dropped)
+    background: bool = False  # the evidence is related background (an unanswerable item's): gold for recall only
     choices: tuple[tuple[str, str], ...] = ()  # (letter, text)
     correct_choice_id: str | None = None
     time_text: str = ""  # the question time as the data states it (for prompts)
@@ -102,10 +103,16 @@ def parse_time(value: object, end_of_day: bool = False) -> dt.datetime | None:
 
 
 def _question(raw: dict, persona_key: str) -> EvalQuestion:
-    """Map a CloneMem/synth question dict; evidence statements become evidence sets of trace ids."""
+    """Map a CloneMem/synth question dict; evidence statements become evidence sets of trace ids. An unanswerable
+    question's evidence (synth marks it `background: true`; a release file only by the type) is the related
+    background: its traces are the gold of recall (a retriever should find what the question is about), but its
+    statements are no ground-truth memory for the judges (nothing answers the question)."""
     qid = str(raw["id"])
     evidence = raw.get("evidence") or []
-    statements = tuple(str(e.get("statement", "")) for e in evidence if isinstance(e, dict) and e.get("statement"))
+    background = str(raw.get("question_type")) == "unanswerable"
+    statements = () if background else tuple(
+        str(e.get("statement", "")) for e in evidence
+        if isinstance(e, dict) and e.get("statement") and not e.get("background"))
     sets = tuple(
         tuple(dict.fromkeys(str(t) for t in e.get("digital_trace_ids") or []))
         for e in evidence if isinstance(e, dict)
@@ -122,7 +129,7 @@ def _question(raw: dict, persona_key: str) -> EvalQuestion:
         id=qid, key=f"{persona_key}/{qid}", persona=persona_key, question=str(raw.get("question", "")),
         question_type=str(raw.get("question_type") or "unknown"), dimension=str(raw.get("dimension") or "unknown"),
         question_time=parse_time(raw.get("question_time"), end_of_day=True), answer=str(raw.get("answer", "")),
-        statements=statements, evidence_sets=sets, choices=choices,
+        statements=statements, evidence_sets=sets, background=background, choices=choices,
         correct_choice_id=raw.get("correct_choice_id") or None, time_text=str(raw.get("question_time") or ""),
     )
 

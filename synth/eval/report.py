@@ -40,6 +40,7 @@ def _counts(rows: list[dict], eval_set: EvalSet, questions: list[EvalQuestion], 
         return sum(len((r.get("dropped_ids") or {}).get(kind, [])) for r in rows)
 
     asked = {q.persona for q in questions}
+    scored = {r.get("key") for r in rows}
     return {
         "personas": len(asked),
         "questions": len(questions),
@@ -49,6 +50,8 @@ def _counts(rows: list[dict], eval_set: EvalSet, questions: list[EvalQuestion], 
         # the answerer/judge model gave no valid reply within its attempts
         "failed_by_cause": {cause: sum(1 for f in failed if f.get("cause") == cause) for cause in ("system", "model")},
         "recall_excluded_no_gold_traces": sum(1 for r in rows if r.get("recall") is None),
+        # unanswerable questions scored on their related background's traces (no answer to find, but a topic)
+        "recall_on_background": sum(1 for q in questions if q.background and q.evidence_sets and q.key in scored),
         "multiple_choice": sum(1 for r in rows if r.get("correct") is not None),
         "questions_with_future_evidence": _future_evidence(eval_set, questions),
         # ids the system returned that it was never given, dropped before recall and answering
@@ -114,7 +117,8 @@ def print_summary(summary: dict, console: Console) -> None:
             console.print(table)
     c = summary["counts"]
     lines = [f"{c['scored']}/{c['questions']} question(s) scored, {c['failed']} failed; "
-             f"{c['recall_excluded_no_gold_traces']} without gold traces left out of recall; "
+             f"{c['recall_excluded_no_gold_traces']} without gold traces left out of recall "
+             f"({c['recall_on_background']} unanswerable scored on their background traces); "
              f"{c['questions_with_future_evidence']} with gold traces after the question time"]
     dropped = c["retrieved_ids_dropped"]
     if dropped["unknown"] or dropped["future"]:
