@@ -114,6 +114,15 @@ def int_range_rule(lo: int, hi: int) -> str:
     return " | ".join(alts)
 
 
+def _implied_type(schema: dict) -> str | None:
+    """The type a schema without one has by its keywords: an object's, an array's, or none."""
+    if "properties" in schema:
+        return "object"
+    if "items" in schema or "prefixItems" in schema:
+        return "array"
+    return None
+
+
 class _GrammarBuilder:
     def __init__(self, root: dict, max_string_chars: int | None) -> None:
         self.root = root
@@ -165,15 +174,7 @@ class _GrammarBuilder:
         if schema is True or schema == {} or not isinstance(schema, dict):
             return self.base("value")
         if "$ref" in schema:
-            ref = schema["$ref"]
-            if ref not in self.refs:
-                rule = self.reserve(ref.rsplit("/", 1)[-1] or "ref")
-                self.refs[ref] = rule  # registered before the visit, so recursive models terminate
-                target = self.resolve(ref)
-                extra = {k: v for k, v in schema.items() if k != "$ref"}
-                merged = {**target, **extra} if extra and "$ref" not in target else target
-                self.rules[rule] = self.visit(merged, rule + "-body")
-            return self.refs[ref]
+            return self.ref(schema)
         if "const" in schema:
             return self.add(name, _literal(schema["const"]) + " space")
         if "enum" in schema:
@@ -184,25 +185,42 @@ class _GrammarBuilder:
                 alts = [self.visit(s, f"{name}-{i}") for i, s in enumerate(schema[key])]
                 return self.add(name, " | ".join(alts))
         if "allOf" in schema:
-            parts = schema["allOf"]
-            if len(parts) == 1:
-                return self.visit({**parts[0], **{k: v for k, v in schema.items() if k != "allOf"}}, name)
-            merged: dict = {"type": "object", "properties": {}, "required": []}
-            for part in parts:
-                part = self.resolve(part["$ref"]) if "$ref" in part else part
-                merged["properties"].update(part.get("properties", {}))
-                merged["required"] += part.get("required", [])
-            return self.visit(merged, name)
+            return self.all_of(schema, name)
+        return self.typed(schema, name)
+
+    def ref(self, schema: dict) -> str:
+        """The rule of a $ref target (its sibling keywords merged in), built once and shared by every use."""
+        ref = schema["$ref"]
+        if ref not in self.refs:
+            rule = self.reserve(ref.rsplit("/", 1)[-1] or "ref")
+            self.refs[ref] = rule  # registered before the visit, so recursive models terminate
+            target = self.resolve(ref)
+            extra = {k: v for k, v in schema.items() if k != "$ref"}
+            merged = {**target, **extra} if extra and "$ref" not in target else target
+            self.rules[rule] = self.visit(merged, rule + "-body")
+        return self.refs[ref]
+
+    def all_of(self, schema: dict, name: str) -> str:
+        """One part with the schema's other keywords, or an object with every part's properties."""
+        parts = schema["allOf"]
+        if len(parts) == 1:
+            return self.visit({**parts[0], **{k: v for k, v in schema.items() if k != "allOf"}}, name)
+        merged: dict = {"type": "object", "properties": {}, "required": []}
+        for part in parts:
+            part = self.resolve(part["$ref"]) if "$ref" in part else part
+            merged["properties"].update(part.get("properties", {}))
+            merged["required"] += part.get("required", [])
+        return self.visit(merged, name)
+
+    def typed(self, schema: dict, name: str) -> str:
+        """A schema by its `type`: a list of types is their alternatives, a missing one is read off the keywords."""
         kind = schema.get("type")
         if isinstance(kind, list):
             alts = [self.visit({**schema, "type": t}, f"{name}-{t}") for t in kind]
             return self.add(name, " | ".join(alts))
         if kind is None:
-            if "properties" in schema:
-                kind = "object"
-            elif "items" in schema or "prefixItems" in schema:
-                kind = "array"
-            else:
+            kind = _implied_type(schema)
+            if kind is None:
                 return self.base("value")
         if kind == "object":
             return self.object(schema, name)
@@ -213,10 +231,7 @@ class _GrammarBuilder:
         if kind == "integer":
             return self.integer(schema, name)
         if kind == "number":
-            if schema.get("minimum", -1) >= 0 or schema.get("exclusiveMinimum", -1) >= 0:
-                self.base("space")
-                return self.add(name, _BASE_RULES["number"].removeprefix('"-"? '))
-            return self.base("number")
+            return self.number(schema, name)
         if kind in ("boolean", "null"):
             return self.base(kind)
         raise ValueError(f"unsupported schema type {kind!r}")
@@ -273,6 +288,12 @@ class _GrammarBuilder:
         self.base("char")
         self.base("space")
         return self.add(name, rf'"\"" char{{{lo},{"" if hi is None else int(hi)}}} "\"" space')
+
+    def number(self, schema: dict, name: str) -> str:
+        if schema.get("minimum", -1) >= 0 or schema.get("exclusiveMinimum", -1) >= 0:
+            self.base("space")
+            return self.add(name, _BASE_RULES["number"].removeprefix('"-"? '))
+        return self.base("number")
 
     def integer(self, schema: dict, name: str) -> str:
         lo = schema.get("minimum", -_INT_LIMIT)
