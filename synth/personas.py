@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +23,8 @@ SAFE_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 TOP_LEVEL_KEYS = ("id", "language", "scale", "note", "timeline", "big_five")
 TIMELINE_KEYS = ("start", "years", "end")
 BIG_FIVE_TRAITS = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
+
+_Fail = Callable[[str, str], InputError]  # (field, what is wrong) -> the error to raise
 
 
 def end_from_years(start: dt.date, years: int) -> dt.date:
@@ -172,7 +175,17 @@ def persona_from_dict(data: dict[str, Any], source: str) -> PersonaSeed:
             raise fail(key, f"unknown key (expected one of {', '.join(TOP_LEVEL_KEYS)})")
 
     flat: dict[str, Any] = {k: v for k, v in data.items() if k != "timeline"}
-    timeline = data.get("timeline")
+    flat.update(_timeline_fields(data.get("timeline"), fail))
+    flat["source"] = source
+    try:
+        return PersonaSeed.model_validate(flat)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        raise fail(_field_name(error["loc"]), _describe(error)) from None
+
+
+def _timeline_fields(timeline: Any, fail: _Fail) -> dict[str, Any]:
+    """`start` and `end` of the [timeline] table (`years` becomes the end it implies); a problem is raised."""
     if timeline is None:
         raise fail("timeline", "missing (a [timeline] table with start and years or end)")
     if not isinstance(timeline, dict):
@@ -187,24 +200,18 @@ def persona_from_dict(data: dict[str, Any], source: str) -> PersonaSeed:
         raise fail("timeline", "give either years or end, not both")
     if not has_years and not has_end:
         raise fail("timeline.end", "missing (give timeline.years or timeline.end)")
-    flat["start"] = timeline["start"]
     if has_end:
-        flat["end"] = timeline["end"]
-    else:
-        years = timeline["years"]
-        if isinstance(years, bool) or not isinstance(years, int) or not 1 <= years <= MAX_YEARS:
-            raise fail("timeline.years", f"must be a whole number from 1 to {MAX_YEARS} (got {_show(years)})")
-        start = _as_date(timeline["start"])
-        if start is not None:
-            flat["end"] = end_from_years(start, years)
-        # else: leave end out; the invalid start is reported first
+        return {"start": timeline["start"], "end": timeline["end"]}
+    return {"start": timeline["start"], **_end_of_years(timeline, fail)}
 
-    flat["source"] = source
-    try:
-        return PersonaSeed.model_validate(flat)
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        raise fail(_field_name(error["loc"]), _describe(error)) from None
+
+def _end_of_years(timeline: dict, fail: _Fail) -> dict[str, Any]:
+    """The `end` that `years` whole years from `start` imply; none when the start is invalid (reported first)."""
+    years = timeline["years"]
+    if isinstance(years, bool) or not isinstance(years, int) or not 1 <= years <= MAX_YEARS:
+        raise fail("timeline.years", f"must be a whole number from 1 to {MAX_YEARS} (got {_show(years)})")
+    start = _as_date(timeline["start"])
+    return {} if start is None else {"end": end_from_years(start, years)}
 
 
 # --------------------------------------------------------------------------------------------------- helpers
