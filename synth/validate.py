@@ -7,6 +7,7 @@ wrong — nothing here raises on bad data."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from synth import rules
 from synth.models import FILES
+from synth.record_fields import as_date, as_datetime, as_int, as_list, day_of, dict_list, id_list
 
 # Question items flow qa → mcq → final | rejected and may keep their id along the way.
 QUESTION_FILES = ("qa.jsonl", "mcq.jsonl", "final.jsonl", "rejected.jsonl")
@@ -59,54 +61,6 @@ def reference_problems(directory: Path, names: Iterable[str]) -> list[str]:
     check.check_duplicates()
     check.check_references()
     return check.problems
-
-
-# ------------------------------------------------------------------------------------------------ value parsing
-
-def _date(value: Any) -> dt.date | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        try:
-            return dt.datetime.fromisoformat(value).date()
-        except ValueError:
-            return None
-
-
-def _datetime(value: Any) -> dt.datetime | None:
-    """A comparable datetime: aware values in UTC with the zone dropped, so naive and aware never meet in `<`."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment.astimezone(dt.timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
-
-
-def _day_of(value: Any) -> dt.date | None:
-    """The calendar day a datetime names, in its own zone (what the record claims, for containment in dates)."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value).date()
-    except ValueError:
-        return None
-
-
-def _ids(value: Any) -> list[str]:
-    """A list of ids from a field; anything else (a missing field is reported by the schema check) gives []."""
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
-def _dicts(value: Any) -> list[dict]:
-    return [v for v in _list(value) if isinstance(v, dict)]
 
 
 # ------------------------------------------------------------------------------------------------ one persona
@@ -229,11 +183,17 @@ class PersonaCheck:
     # ---- referential integrity
 
     def check_references(self) -> None:
-        relations = {r.get("id") for r in _dicts(self.persona.get("relations"))}
+        self.check_plan_refs()
+        self.check_event_refs()
+        for name, record in self.each(*ASKED_FILES):
+            self.check_question_refs(name, record)
+
+    def check_plan_refs(self) -> None:
+        """The ids arcs, major events and phases name (seeds, arcs, major events)."""
         for name, record in self.each("arcs.jsonl"):
-            self.refs(name, record, "seed_ids", _ids(record.get("seed_ids")), "seeds.jsonl")
+            self.refs(name, record, "seed_ids", id_list(record.get("seed_ids")), "seeds.jsonl")
         for name, record in self.each("major_events.jsonl"):
-            states = _dicts(record.get("arc_states"))
+            states = dict_list(record.get("arc_states"))
             self.refs(name, record, "arc_states.arc_id", [s.get("arc_id") for s in states], "arcs.jsonl")
             if record.get("seed_id") is not None:
                 self.refs(name, record, "seed_id", [record.get("seed_id")], "seeds.jsonl")
@@ -243,32 +203,34 @@ class PersonaCheck:
                 status = (record.get(side) or {}).get("arc_status") if isinstance(record.get(side), dict) else None
                 if isinstance(status, dict):
                     self.refs(name, record, f"{side}.arc_status", list(status), "arcs.jsonl")
+
+    def check_event_refs(self) -> None:
+        """The ids events, evidence and traces name (phases, relations of the persona, events, arcs, evidence)."""
+        relations = {r.get("id") for r in dict_list(self.persona.get("relations"))}
         for name, record in self.each("events.jsonl"):
             self.refs(name, record, "phase_id", [record.get("phase_id")], "phases.jsonl")
             if self.persona:
-                missing = [p for p in _ids(record.get("participant_ids")) if p not in relations]
+                missing = [p for p in id_list(record.get("participant_ids")) if p not in relations]
                 for pid in missing:
                     self.flag(name, record, f"participant_ids: '{pid}' is not a relation of the persona")
         for name, record in self.each("evidence.jsonl"):
             self.refs(name, record, "event_id", [record.get("event_id")], "events.jsonl")
-            self.refs(name, record, "arc_ids", _ids(record.get("arc_ids")), "arcs.jsonl")
+            self.refs(name, record, "arc_ids", id_list(record.get("arc_ids")), "arcs.jsonl")
         for name, record in self.each("traces.jsonl"):
             self.refs(name, record, "event_id", [record.get("event_id")], "events.jsonl")
-            self.refs(name, record, "evidence_ids", _ids(record.get("evidence_ids")), "evidence.jsonl")
-        for name, record in self.each(*ASKED_FILES):
-            self.check_question_refs(name, record)
+            self.refs(name, record, "evidence_ids", id_list(record.get("evidence_ids")), "evidence.jsonl")
 
     def check_question_refs(self, name: str, record: dict) -> None:
         self.refs(name, record, "arc_id", [record.get("arc_id")], "arcs.jsonl")
-        self.refs(name, record, "digital_trace_ids", _ids(record.get("digital_trace_ids")), "traces.jsonl")
-        for ref in _dicts(record.get("evidence")):
+        self.refs(name, record, "digital_trace_ids", id_list(record.get("digital_trace_ids")), "traces.jsonl")
+        for ref in dict_list(record.get("evidence")):
             self.refs(name, record, "evidence[].evidence_id", [ref.get("evidence_id")], "evidence.jsonl")
-            traces = _ids(ref.get("digital_trace_ids"))
+            traces = id_list(ref.get("digital_trace_ids"))
             self.refs(name, record, "evidence[].digital_trace_ids", traces, "traces.jsonl")
             carried_by = self.by_id.get("traces.jsonl", {})
             for tid in traces:
                 trace = carried_by.get(tid)
-                if trace is not None and ref.get("evidence_id") not in _ids(trace.get("evidence_ids")):
+                if trace is not None and ref.get("evidence_id") not in id_list(trace.get("evidence_ids")):
                     self.flag(name, record, f"evidence {ref.get('evidence_id')} cites trace {tid}, "
                                             "which does not carry it")
 
@@ -290,7 +252,7 @@ class PersonaCheck:
     # ---- time containment
 
     def check_containment(self) -> None:
-        start, end = _date(self.persona.get("start")), _date(self.persona.get("end"))
+        start, end = as_date(self.persona.get("start")), as_date(self.persona.get("end"))
         for name, record in self.each("persona.jsonl", "major_events.jsonl", "phases.jsonl"):
             self.check_span(name, record)
         for name, record in self.each("major_events.jsonl"):
@@ -299,23 +261,23 @@ class PersonaCheck:
         for name, record in self.each("phases.jsonl"):
             parent = majors.get(record.get("major_event_id"))
             if parent is not None:
-                self.inside(name, record, f"major event {parent['id']}", _date(parent.get("start")),
-                            _date(parent.get("end")))
+                self.inside(name, record, f"major event {parent['id']}", as_date(parent.get("start")),
+                            as_date(parent.get("end")))
         phases = self.by_id.get("phases.jsonl", {})
         for name, record in self.each("events.jsonl"):
             parent = phases.get(record.get("phase_id"))
-            day = _day_of(record.get("time"))
+            day = day_of(record.get("time"))
             if day is None:
                 self.flag(name, record, f"time: not an ISO datetime ({record.get('time')!r})")
             elif parent is not None:
-                lo, hi = _date(parent.get("start")), _date(parent.get("end"))
+                lo, hi = as_date(parent.get("start")), as_date(parent.get("end"))
                 if lo is not None and hi is not None and not lo <= day <= hi:
                     self.flag(name, record, f"time {record['time']} is outside its phase {parent['id']} "
                                             f"({lo}..{hi})")
         self.check_trace_times()
 
     def check_span(self, name: str, record: dict) -> None:
-        lo, hi = _date(record.get("start")), _date(record.get("end"))
+        lo, hi = as_date(record.get("start")), as_date(record.get("end"))
         for field, value in (("start", lo), ("end", hi)):
             if value is None:
                 self.flag(name, record, f"{field}: not an ISO date ({record.get(field)!r})")
@@ -323,7 +285,7 @@ class PersonaCheck:
             self.flag(name, record, f"ends ({hi}) before it starts ({lo})")
 
     def inside(self, name: str, record: dict, what: str, lo: dt.date | None, hi: dt.date | None) -> None:
-        start, end = _date(record.get("start")), _date(record.get("end"))
+        start, end = as_date(record.get("start")), as_date(record.get("end"))
         if None in (start, end, lo, hi):
             return
         if start < lo or end > hi:
@@ -332,12 +294,12 @@ class PersonaCheck:
     def check_trace_times(self) -> None:
         events = self.by_id.get("events.jsonl", {})
         for name, record in self.each("traces.jsonl"):
-            when = _datetime(record.get("time"))
+            when = as_datetime(record.get("time"))
             if when is None:
                 self.flag(name, record, f"time: not an ISO datetime ({record.get('time')!r})")
                 continue
             event = events.get(record.get("event_id"))
-            happened = _datetime(event.get("time")) if event is not None else None
+            happened = as_datetime(event.get("time")) if event is not None else None
             if happened is not None and when < happened:
                 self.flag(name, record, f"time {record['time']} is before its event {event['id']} "
                                         f"({event['time']})")
@@ -345,17 +307,17 @@ class PersonaCheck:
     # ---- order of major events and arc alignment
 
     def majors_in_time_order(self) -> list[dict]:
-        majors = [m for m in self.records.get("major_events.jsonl", []) if _date(m.get("start")) is not None]
-        return sorted(majors, key=lambda m: (_date(m["start"]), _int(m.get("index"))))
+        majors = [m for m in self.records.get("major_events.jsonl", []) if as_date(m.get("start")) is not None]
+        return sorted(majors, key=lambda m: (as_date(m["start"]), as_int(m.get("index"))))
 
     def check_major_event_order(self) -> None:
-        majors = sorted(self.records.get("major_events.jsonl", []), key=lambda m: _int(m.get("index")))
+        majors = sorted(self.records.get("major_events.jsonl", []), key=lambda m: as_int(m.get("index")))
         previous = None
         for record in majors:
-            start = _date(record.get("start"))
+            start = as_date(record.get("start"))
             if start is None:
                 continue
-            if previous is not None and start < _date(previous["start"]):
+            if previous is not None and start < as_date(previous["start"]):
                 self.flag("major_events.jsonl", record, f"index {record.get('index')} starts {start}, before "
                           f"index {previous.get('index')} ({previous['start']}): major events out of order")
             previous = record
@@ -364,11 +326,11 @@ class PersonaCheck:
         arcs = self.by_id.get("arcs.jsonl", {})
         last: dict[str, tuple[int, str]] = {}
         for record in self.majors_in_time_order():
-            for state in _dicts(record.get("arc_states")):
+            for state in dict_list(record.get("arc_states")):
                 arc_id, index = state.get("arc_id"), state.get("anchor_index")
                 if not isinstance(index, int) or arc_id not in arcs:
                     continue  # a dangling arc or a bad index is reported by the reference and schema checks
-                count = len(_list(arcs[arc_id].get("anchor_states")))
+                count = len(as_list(arcs[arc_id].get("anchor_states")))
                 if not 0 <= index < count:
                     self.flag("major_events.jsonl", record,
                               f"arc {arc_id}: anchor_index {index} is outside its {count} anchor states")
@@ -384,8 +346,8 @@ class PersonaCheck:
         order = {m["id"]: n for n, m in enumerate(self.majors_in_time_order())}
         # phases of unknown major events are dangling-id violations already; they cannot be placed in the chain
         phases = [p for p in self.records.get("phases.jsonl", []) if p.get("major_event_id") in order]
-        phases.sort(key=lambda p: (order[p["major_event_id"]], _int(p.get("index"))))
-        for previous, phase in zip(phases, phases[1:]):
+        phases.sort(key=lambda p: (order[p["major_event_id"]], as_int(p.get("index"))))
+        for previous, phase in itertools.pairwise(phases):
             if phase.get("snapshot_before") != previous.get("snapshot_after"):
                 self.flag("phases.jsonl", phase, f"snapshot_before differs from the snapshot_after of the "
                                                  f"previous phase {previous['id']}: the rolling snapshot chain "
@@ -396,7 +358,7 @@ class PersonaCheck:
     def check_evidence_carried(self) -> None:
         if not self.has("traces.jsonl"):
             return
-        carried = {e for _, t in self.each("traces.jsonl") for e in _ids(t.get("evidence_ids"))}
+        carried = {e for _, t in self.each("traces.jsonl") for e in id_list(t.get("evidence_ids"))}
         for name, record in self.each("evidence.jsonl"):
             if record["id"] not in carried:
                 self.flag(name, record, "carried by no trace")
@@ -406,20 +368,20 @@ class PersonaCheck:
         evidence = self.by_id.get("evidence.jsonl", {})
         events = self.by_id.get("events.jsonl", {})
         for name, record in self.each(*ASKED_FILES):
-            asked = _datetime(record.get("question_time"))
+            asked = as_datetime(record.get("question_time"))
             if asked is None:
                 self.flag(name, record, f"question_time: not an ISO datetime ({record.get('question_time')!r})")
                 continue
             for tid in sorted(set(_needed_traces(record))):
                 trace = traces.get(tid)
-                written = _datetime(trace.get("time")) if trace is not None else None
+                written = as_datetime(trace.get("time")) if trace is not None else None
                 if written is not None and written > asked:
                     self.flag(name, record, f"needs trace {tid} written at {trace['time']}, after question_time "
                                             f"{record['question_time']}")
-            for ref in _dicts(record.get("evidence")):
+            for ref in dict_list(record.get("evidence")):
                 item = evidence.get(ref.get("evidence_id"))
                 event = events.get(item.get("event_id")) if item is not None else None
-                happened = _datetime(event.get("time")) if event is not None else None
+                happened = as_datetime(event.get("time")) if event is not None else None
                 if happened is not None and happened > asked:
                     self.flag(name, record, f"evidence {item['id']} comes from event {event['id']} at "
                                             f"{event['time']}, after question_time {record['question_time']}")
@@ -429,16 +391,13 @@ class PersonaCheck:
     def check_mcq_shape(self) -> None:
         language = self.persona.get("language")
         for name, record in self.each(*MCQ_FILES):
-            choices = [(c.get("id"), c.get("text")) for c in _dicts(record.get("choices"))]
+            choices = [(c.get("id"), c.get("text")) for c in dict_list(record.get("choices"))]
             for problem in rules.shape_problems(choices, record.get("correct_choice_id"),
                                                 str(record.get("question_type")), language):
                 self.flag(name, record, problem)
 
 
 def _needed_traces(record: dict) -> list[str]:
-    return rules.needed_traces(_ids(record.get("digital_trace_ids")),
-                               (_ids(ref.get("digital_trace_ids")) for ref in _dicts(record.get("evidence"))))
+    return rules.needed_traces(id_list(record.get("digital_trace_ids")),
+                               (id_list(ref.get("digital_trace_ids")) for ref in dict_list(record.get("evidence"))))
 
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
