@@ -21,7 +21,7 @@ from synth.llm.client import LLM, CallStats
 from synth.llm.limits import Budget
 from synth.llm.providers import provider_factory
 from synth.personas import PersonaSeed, load_personas
-from synth.runner import RunOptions, StageFailed, persona_dir, run_stage, stage_status
+from synth.runner import RunOptions, persona_dir, run_stage, stage_status
 from synth.stage import StageRegistry
 from synth.stages import STAGES
 
