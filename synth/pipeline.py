@@ -179,7 +179,7 @@ def resolve_run(out: Path, preset: str | None, provider: str | None, model: str 
     recorded = recorded_settings(out)
     if recorded is None:
         name, reason = conf.choose_provider(provider)
-        preset = preset or default_preset(provider)
+        preset = preset or default_preset(None, provider)  # cli._preset(preset, provider): tiny on local
         return Resolved(preset, name, reason, model, base_url, conf.preset_config(preset, config_file), personas, [])
     where = out / "dataset.json"
     old = {key: recorded.get(key) for key in ("preset", "provider", "model", "base_url")}

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import PERSONAS, REPO, read_jsonl, run_synth, synth_env
+
 from synth import conf
 from synth.pipeline import select_personas
 
@@ -116,3 +116,12 @@ def test_status_lists_every_named_persona(tmp_path) -> None:
                        "--persona", "p01_maya", "--persona", "p08_laoshen", env=synth_env(COLUMNS="200"))
     assert result.returncode == 0, result.stderr
     assert "p01_maya" in result.stdout and "p08_laoshen" in result.stdout
+
+
+def test_a_new_dataset_without_preset_or_provider_takes_the_defaults(tmp_path) -> None:
+    """No dataset.json, no --preset, no key: `synth status` resolves local → tiny (the path `make dataset` takes)."""
+    result = run_synth("status", "--out", str(tmp_path / "fresh"), env=synth_env(COLUMNS="200"))
+    assert result.returncode == 0, result.stderr
+    assert "p01_maya" in result.stdout and "missing" in result.stdout
+    result = run_synth("status", "--out", str(tmp_path / "fresh"), "--provider", "fake", env=synth_env(COLUMNS="200"))
+    assert result.returncode == 0, result.stderr

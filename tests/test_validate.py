@@ -276,3 +276,32 @@ def test_reference_problems_checks_only_the_named_inputs(handmade_dataset):
     edit(handmade_dataset, "evidence.jsonl", lambda rs: rs[0].update(event_id="ghost-event"))
     problems = reference_problems(root, inputs)
     assert len(problems) == 1 and "'ghost-event'" in problems[0] and "evidence.jsonl" in problems[0]
+
+
+def test_unlabelled_evidence_a_trace_visibly_carries_is_reported_without_failing(handmade_dataset):
+    from synth.validate import label_warnings
+
+    assert label_warnings(handmade_dataset) == []
+    target = read_jsonl(handmade_dataset / PERSONA_ID / "evidence.jsonl")[0]
+    traces = read_jsonl(handmade_dataset / PERSONA_ID / "traces.jsonl")
+    carrier = next(t for t in traces if t["event_id"] == target["event_id"])
+    statement = "Lin finally admitted his exhaustion about the warehouse overtime schedule"
+
+    def plant(records):
+        for record in records:
+            if record["id"] == target["id"]:
+                record["statement"] = statement
+
+    def echo(records):  # the trace says it, but no longer lists it
+        for record in records:
+            if record["id"] == carrier["id"]:
+                record["content"] += " " + statement
+                record["evidence_ids"] = [e for e in record["evidence_ids"] if e != target["id"]]
+
+    edit(handmade_dataset, "evidence.jsonl", plant)
+    edit(handmade_dataset, "traces.jsonl", echo)
+    lines = label_warnings(handmade_dataset)
+    assert lines == [f"{PERSONA_ID}/traces.jsonl: {carrier['id']}: seems to carry evidence {target['id']} without "
+                     "listing it in evidence_ids"]
+    result = CliRunner().invoke(app, ["validate", "--out", str(handmade_dataset)])
+    assert "seems to carry evidence" in result.output

@@ -100,6 +100,9 @@ def ensure_model_runs(path: Path, n_threads: int) -> None:
     marker = _marker(path)
     if marker.is_file():
         return
+    with path.open("rb") as handle:
+        if handle.read(4) != b"GGUF":  # not worth a child process: llama.cpp would refuse it at load
+            raise InputError(f"--model: {path}: llama.cpp cannot load this file as a GGUF model (no GGUF header)")
     cmd = [sys.executable, "-m", "synth.llm.native", str(path), str(n_threads)]
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
