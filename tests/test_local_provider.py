@@ -62,7 +62,6 @@ def request(day: int, sample: int = 0) -> LLMRequest:
 
 @pytest.fixture(scope="module")
 def provider() -> LocalProvider:
-    local._warned = False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         prov = LocalProvider("gemma3-270m")
