@@ -4,37 +4,20 @@ and the lexical label check of synth.label_check."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
+from test_stages_scripted import END, PID, START, persona, run
 
 from synth.jsonl import write_atomic
 from synth.label_check import unlabelled_evidence
 from synth.llm.base import LLMRequest
-from synth.models import (
-    AnchorState,
-    ArcState,
-    BigFive,
-    Event,
-    Evidence,
-    LifeArc,
-    MajorEvent,
-    Persona,
-    Phase,
-    Relation,
-    Snapshot,
-    Trace,
-)
-from synth.pipeline import open_session, run_stages
+from synth.models import AnchorState, ArcState, Event, Evidence, LifeArc, MajorEvent, Phase, Snapshot, Trace
 from synth.prompts import render
 from synth.stages import traces
 
-ROOT = Path(__file__).resolve().parents[1]
-PID = "p01_maya"
-START, END = dt.date(2022, 1, 1), dt.date(2022, 2, 11)  # the tiny preset's timeline of p01_maya
 STATES = 4
 # major event 0 is aligned to these anchor indices (arc by arc), major event 1 to the next row
 ALIGNED = [[0, 1, 0], [2, 2, 1]]
@@ -47,16 +30,6 @@ def state_text(arc: int, k: int) -> tuple[str, str]:
 def snap(tag: str) -> Snapshot:
     return Snapshot(energy=5, stress=5, dominant_emotion=f"EMOTION-{tag}", focus=f"FOCUS-{tag}",
                     arc_status={f"arc{i}": f"STATUS-{tag}-{i}" for i in range(3)})
-
-
-def persona(language: str = "en") -> Persona:
-    return Persona(
-        id=PID, persona_id=PID, language=language,
-        big_five=BigFive(openness=.5, conscientiousness=.5, extraversion=.5, agreeableness=.5, neuroticism=.5),
-        start=START, end=END, scale="100k", name="Maya", age=34, gender="f", personality="p", family_history="f",
-        education="e", occupation="o", concerns=["c"], interests=["i"], backstory="b",
-        relations=[Relation(id="r1", name="Sam", relation="partner", description="d")],
-    )
 
 
 def world() -> dict[str, list]:
@@ -82,20 +55,11 @@ def world() -> dict[str, list]:
             "events.jsonl": events, "evidence.jsonl": evidence}
 
 
-def run_traces(out: Path, records: dict[str, list], script: list[str] = ()) -> list[LLMRequest]:
+def run_traces(out: Path, records: dict[str, list], script: tuple[str, ...] = ()) -> list[LLMRequest]:
     """The traces stage of p01_maya on `records` with the fake provider (answering `script` first): its requests."""
     for name, items in records.items():
         write_atomic(out / PID / name, items)
-    config = out / "config.toml"
-    config.write_text("[traces]\ntraces_per_event = 2\nmax_delay_hours = 12\n")
-    session = open_session(out, [ROOT / "personas"], [PID], "tiny", "fake", None, None, None, None, None, config)
-    fake = session.llm.provider(session.options.route)
-    fake.script.extend(script)
-    try:
-        asyncio.run(run_stages(session, ["traces"], show_progress=False))
-    finally:
-        session.close()
-    return list(fake.seen)
+    return run(out, "traces", "[traces]\ntraces_per_event = 2\nmax_delay_hours = 12\n", list(script)).seen
 
 
 def is_plan(request: LLMRequest) -> bool:
@@ -152,8 +116,8 @@ def test_the_prompt_variables_carry_no_future_in_either_language(language):
     at = 0
     phases, majors, arcs = records["phases.jsonl"], records["major_events.jsonl"], records["arcs.jsonl"]
     event, evidence = records["events.jsonl"][at], records["evidence.jsonl"][:3]
-    context = traces.event_context(persona(language).model_dump(mode="json"),
-                                   traces.arcs_so_far(arcs, majors, phases[at].major_event_id),
+    who = persona().model_copy(update={"language": language}).model_dump(mode="json")
+    context = traces.event_context(who, traces.arcs_so_far(arcs, majors, phases[at].major_event_id),
                                    traces.snapshot_history(phases, at), event)
     assert_no_future(json.dumps(context), 0, "END-OF-PHASE-0")  # not even a variable
     plan = traces.plan_variables(context, event, evidence, 2, {"diary": 1.0}, 12)
@@ -188,7 +152,7 @@ def test_a_writer_sees_its_carried_statements_and_none_of_the_events_others(tmp_
         {"medium": "email", "intent": "intent-two", "audience": "Sam", "key_information": "k", "evidence": [2, 3],
          "delay_hours": 2},
     ]}
-    seen = run_traces(tmp_path, records, [json.dumps(plans)])
+    seen = run_traces(tmp_path, records, (json.dumps(plans),))
     plan = [r for r in seen if is_plan(r)]
     assert len(plan) == 1 and all(f"STATEMENT-0-{j}" in text_of(plan[0]) for j in range(3))
     carried = {"intent-one": {0}, "intent-two": {1, 2}}
