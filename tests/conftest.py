@@ -13,8 +13,27 @@ import pytest
 
 from synth.jsonl import write_atomic
 from synth.models import (
-    CANNOT_DETERMINE, MCQ, QA, AnchorState, ArcState, BigFive, Choice, Event, EventSeed, Evidence, EvidenceRef,
-    FinalItem, LifeArc, MajorEvent, Persona, Phase, Rejected, Relation, Snapshot, Trace, mint_id,
+    CANNOT_DETERMINE,
+    MCQ,
+    QA,
+    AnchorState,
+    ArcState,
+    BigFive,
+    Choice,
+    Event,
+    EventSeed,
+    Evidence,
+    EvidenceRef,
+    FinalItem,
+    LifeArc,
+    MajorEvent,
+    Persona,
+    Phase,
+    Rejected,
+    Relation,
+    Snapshot,
+    Trace,
+    mint_id,
 )
 from synth.testing.fake_server import FakeServer
 
@@ -121,7 +140,7 @@ def build_dataset(root: Path) -> Path:
            digital_trace_ids=[], **common),
     ]
     texts = ["w", "x", "y", "z", CANNOT_DETERMINE["en"]]
-    choices = [Choice(id=c, text=t) for c, t in zip("ABCDE", texts)]
+    choices = [Choice(id=c, text=t) for c, t in zip("ABCDE", texts, strict=True)]
     mcq = [MCQ(**q.model_dump(), choices=choices, correct_choice_id="A" if q.question_type != "unanswerable" else "E")
            for q in qa]
     final = [FinalItem(**mcq[0].model_dump())]

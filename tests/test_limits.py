@@ -4,6 +4,7 @@ and the budget's reserve/settle accounting."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import types
 
 import pytest
@@ -53,7 +54,7 @@ def test_rpm_bounds_the_request_rate(clock):
     times = acquire_times(limiter, clock, 300)
     # A full bucket lets one minute's quota through at once; after that, one request per second.
     assert times[59] == pytest.approx(1000.0)
-    gaps = [b - a for a, b in zip(times[60:], times[61:])]
+    gaps = [b - a for a, b in itertools.pairwise(times[60:])]
     assert all(g == pytest.approx(1.0) for g in gaps)
     steady = times[60:]
     assert most_in_window(steady) <= 60
@@ -62,7 +63,7 @@ def test_rpm_bounds_the_request_rate(clock):
 def test_tpm_bounds_the_token_rate(clock):
     limiter = RateLimiter(rpm=None, tpm=6000, clock=clock)
     times = acquire_times(limiter, clock, 40, tokens=1000)
-    gaps = [b - a for a, b in zip(times[6:], times[7:])]
+    gaps = [b - a for a, b in itertools.pairwise(times[6:])]
     assert all(g == pytest.approx(10.0) for g in gaps)  # 1000 of 6000 tokens a minute: one every 10 s
     assert times[5] == pytest.approx(1000.0)  # the first 6 fit the full bucket
 
@@ -70,13 +71,13 @@ def test_tpm_bounds_the_token_rate(clock):
 def test_a_request_larger_than_tpm_still_passes_at_the_limit(clock):
     limiter = RateLimiter(rpm=None, tpm=1000, clock=clock)
     times = acquire_times(limiter, clock, 3, tokens=5000)
-    assert [b - a for a, b in zip(times, times[1:])] == [pytest.approx(60.0)] * 2
+    assert [b - a for a, b in itertools.pairwise(times)] == [pytest.approx(60.0)] * 2
 
 
 def test_the_tighter_of_rpm_and_tpm_wins(clock):
     limiter = RateLimiter(rpm=600, tpm=6000, clock=clock)  # 10 req/s but only 1 req/s of 100 tokens
     times = acquire_times(limiter, clock, 200, tokens=100)
-    gaps = [b - a for a, b in zip(times[100:], times[101:])]
+    gaps = [b - a for a, b in itertools.pairwise(times[100:])]
     assert all(g == pytest.approx(1.0) for g in gaps)
 
 

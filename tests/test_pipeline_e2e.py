@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import PERSONAS, REPO, run_synth, synth_env
+
 from synth.models import QUESTION_TYPES
 
 

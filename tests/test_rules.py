@@ -94,6 +94,7 @@ def test_filter_and_validate_report_the_same_shape_problem(handmade_dataset) -> 
     import json
 
     from conftest import PERSONA_ID, read_jsonl, write_jsonl
+
     from synth.models import MCQ
     from synth.stages.filter import format_problem
     from synth.validate import validate_dataset

@@ -117,9 +117,8 @@ def test_resume_skips_journaled_units(world):
     # Simulate a killed run: a journal holding two finished units and a half-written line.
     (world["dir"] / "lines.jsonl").unlink()
     (world["dir"] / "manifests" / "echo.json").unlink()
-    from synth.runner import signature_parts
     from synth.llm.cache import content_hash
-    from synth.runner import routes_for
+    from synth.runner import routes_for, signature_parts
 
     parts = signature_parts(STAGE, world["seed"], world["dir"], world["config"],
                             routes_for(STAGE, world["config"], world["route"]))
@@ -185,10 +184,8 @@ def test_journal_drops_a_half_written_line(tmp_path):
 
 
 def test_lock_refuses_a_second_writer_and_takes_over_a_stale_lock(tmp_path):
-    with DatasetLock(tmp_path):
-        with pytest.raises(InputError, match="another synth run"):
-            with DatasetLock(tmp_path):
-                pass
+    with DatasetLock(tmp_path), pytest.raises(InputError, match="another synth run"), DatasetLock(tmp_path):
+        pass
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     import socket
 

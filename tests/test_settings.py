@@ -7,8 +7,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import PERSONAS, run_synth
+
 from synth import conf, settings
 from synth.llm.base import InputError
 

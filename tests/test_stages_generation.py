@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import json
 from pathlib import Path
 
 import pytest
 
 from synth.jsonl import read_records, write_atomic
-from synth.models import (FILES, AnchorState, ArcState, BigFive, LifeArc, MajorEvent, Persona, Relation,
-                          mint_id)
+from synth.models import FILES, AnchorState, ArcState, BigFive, LifeArc, MajorEvent, Persona, Relation, mint_id
 from synth.pipeline import open_session, run_stages
 from synth.stages.arcs import aligned, place
 from synth.stages.traces import carry_all, suggest_media
@@ -116,7 +116,7 @@ def test_dates_are_contained_and_ordered(datasets, which):
     persona = d["persona.jsonl"][0]
     assert persona.end == persona.start + dt.timedelta(days=41)  # tiny: timeline_days = 42
     majors = d["major_events.jsonl"]
-    for m, nxt in zip(majors, majors[1:] + [None]):
+    for m, nxt in zip(majors, majors[1:] + [None], strict=True):
         assert persona.start <= m.start <= m.end <= persona.end
         if nxt:
             assert m.end < nxt.start, "major events overlap or are out of order"
@@ -125,7 +125,7 @@ def test_dates_are_contained_and_ordered(datasets, which):
     for m in majors:
         own = [p for p in d["phases.jsonl"] if p.major_event_id == m.id]
         assert own and own[0].start == m.start and own[-1].end == m.end
-        for p, q in zip(own, own[1:]):
+        for p, q in itertools.pairwise(own):
             assert q.start == p.end + dt.timedelta(days=1), "phases of an event are not contiguous"
         for p in own:
             assert by_major[p.major_event_id].start <= p.start <= p.end <= by_major[p.major_event_id].end
@@ -141,7 +141,7 @@ def test_snapshot_chain_and_arc_alignment(datasets, which):
     d = load(datasets[which])
     arc_ids = [a.id for a in d["arcs.jsonl"]]
     phases = d["phases.jsonl"]
-    for p, q in zip(phases, phases[1:]):
+    for p, q in itertools.pairwise(phases):
         assert p.snapshot_after == q.snapshot_before, "the rolling snapshot was reset between phases"
     for p in phases:
         assert list(p.snapshot_before.arc_status) == arc_ids == list(p.snapshot_after.arc_status)

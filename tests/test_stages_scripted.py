@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import json
 from pathlib import Path
 
 from synth.jsonl import read_records, write_atomic
 from synth.models import (
-    FILES, AnchorState, BigFive, Event, Evidence, LifeArc, MajorEvent, Persona, Phase, Relation, Snapshot, mint_id,
+    FILES,
+    AnchorState,
+    BigFive,
+    Event,
+    Evidence,
+    LifeArc,
+    MajorEvent,
+    Persona,
+    Phase,
+    Relation,
+    Snapshot,
+    mint_id,
 )
 from synth.pipeline import open_session, run_stages
 from synth.seedpool import load_seed_pool, seeds_for_age
@@ -145,7 +157,7 @@ def test_arcs_scripted_seeds_arcs_and_major_events(tmp_path):
     # Move's overlap with Mid is cut, Mid's reversed span flipped, the two on the last day pushed apart
     assert days == [(5, 12), (20, 24), (25, 35), (40, 40), (41, 41)]
     assert all(START <= m.start <= m.end <= END for m in majors)
-    assert all(a.end < b.start for a, b in zip(majors, majors[1:])), "no two major events overlap"
+    assert all(a.end < b.start for a, b in itertools.pairwise(majors)), "no two major events overlap"
     assert [m.seed_id for m in majors] == [seed_id[n] for n in
                                            ["night_shift_swap", FIRST, "choir_audition", THIRD, f"{FIRST}_2"]]
     for m in majors:
