@@ -234,6 +234,17 @@ def test_the_question_is_asked_before_the_arc_moves_on():
         dt.datetime(2022, 3, 12, 20)  # nothing follows: only end + grace bounds it
 
 
+def test_a_question_moved_before_the_next_evidence_stays_in_waking_hours_when_it_can():
+    base = dt.datetime(2022, 3, 3, 21, 30)
+    # the arc moves on at 6:30 the next morning: asked at 22:00 the evening before, not at 6:00
+    assert qa.question_time(base, 30, 12, LAST_DAY, dt.datetime(2022, 3, 4, 6, 30)) == dt.datetime(2022, 3, 3, 22)
+    # ... or past bedtime: the last waking hour, 22:00
+    assert qa.question_time(base, 30, 12, LAST_DAY, dt.datetime(2022, 3, 5, 23, 40)) == dt.datetime(2022, 3, 5, 22)
+    # a night-time gap with no waking hour in it: asked in the gap all the same
+    night = dt.datetime(2022, 3, 3, 4, 10)
+    assert qa.question_time(night, 30, 12, LAST_DAY, dt.datetime(2022, 3, 3, 5, 30)) == dt.datetime(2022, 3, 3, 5)
+
+
 def test_qa_write_variables_show_only_the_chosen_evidence_and_needed_traces():
     plan = qa.build_plan(plan_answer(), "causal", SEGMENT)
     needed = qa.needed_traces(SEGMENT, plan.evidence)

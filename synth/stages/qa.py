@@ -92,6 +92,19 @@ def _hour_of(when: dt.datetime) -> dt.datetime:
     return when.replace(minute=0, second=0, microsecond=0)
 
 
+def _waking_hour_by(latest: dt.datetime, base: dt.datetime) -> dt.datetime:
+    """The last whole hour within HOURS at or before `latest`; `latest`'s own hour when that one precedes `base`
+    (the gap before the arc moves on is a night: the question is asked in it all the same)."""
+    hour = _hour_of(latest)
+    if hour.hour > HOURS[1]:
+        waking = hour.replace(hour=HOURS[1])
+    elif hour.hour < HOURS[0]:
+        waking = (hour - dt.timedelta(days=1)).replace(hour=HOURS[1])
+    else:
+        waking = hour
+    return waking if waking >= base else hour
+
+
 def question_time(base: dt.datetime, ask_after_days: int, hour: int, last_day: dt.date,
                   next_evidence: dt.datetime | None = None) -> dt.datetime:
     """The asked time: `ask_after_days` after `base` (the newest trace the question needs) at `hour`, then bounded.
@@ -107,7 +120,7 @@ def question_time(base: dt.datetime, ask_after_days: int, hour: int, last_day: d
     if next_evidence is not None:
         latest = min(latest, next_evidence - dt.timedelta(minutes=1))
     if asked > latest:
-        asked = _hour_of(latest)
+        asked = _waking_hour_by(latest, base)
     return max(asked, base)
 
 
