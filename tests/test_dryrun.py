@@ -19,8 +19,10 @@ from synth.stages import STAGES
 PERSONAS = Path(__file__).resolve().parents[1] / "personas"
 
 
-def fake_run_calls(out: Path) -> dict[str, int]:
-    """provider_calls per stage of a real run with the fake provider (what `synth run --provider fake` does)."""
+def fake_run_calls(out: Path, monkeypatch) -> dict[str, int]:
+    """provider_calls per stage of a real run with the fake provider (what `synth run --provider fake` does), with
+    traces of the length the dry run gives them (tiny: (30 + 120) // 2 words), so every request is the same."""
+    monkeypatch.setenv("SYNTH_FAKE_CONTENT_WORDS", "75")
     session = pipeline.open_session(out, [PERSONAS], [], "tiny", "fake", None, None, None, None, None, None)
     try:
         asyncio.run(pipeline.run_stages(session, STAGES.order(), show_progress=False))
@@ -56,7 +58,7 @@ def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
 
     assert result["error"] is None, result["error"]
     assert set(result["stages"]) == set(STAGES.order())
-    expected = fake_run_calls(tmp_path / "real")
+    expected = fake_run_calls(tmp_path / "real", monkeypatch)
     assert {s: e["calls"] for s, e in result["stages"].items()} == {s: n for s, n in expected.items() if n}
 
     total = result["total"]
