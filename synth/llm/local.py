@@ -23,8 +23,11 @@ from typing import Any
 
 from synth.llm.base import FatalProviderError, InputError, LLMRequest, ProviderResponse, Usage
 from synth.llm.gbnf import int_range_rule, schema_to_gbnf  # noqa: F401  (re-exported for callers and tests)
-from synth.llm.local_gguf import DEFAULT_ALIAS, resolve_model_path
-from synth.llm.local_gguf import _assemble_package  # noqa: F401  (tests reach it as local._assemble_package)
+from synth.llm.local_gguf import (
+    DEFAULT_ALIAS,
+    _assemble_package,  # noqa: F401  (tests reach it as local._assemble_package)
+    resolve_model_path,
+)
 from synth.llm.local_log import LLAMA_LOG
 from synth.llm.local_models import DEFAULT_REGISTRY, LoadedModel, ModelRegistry
 from synth.llm.local_sampler import GrammarCheckedSampler as _GrammarCheckedSampler  # noqa: F401  (as tests know it)

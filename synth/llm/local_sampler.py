@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import os
@@ -81,10 +82,8 @@ class GrammarCheckedSampler:
         self.chain.close()
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
 
 def llama_class(llama_cpp: Any) -> type:
