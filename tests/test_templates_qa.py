@@ -163,3 +163,13 @@ def test_the_sufficiency_judge_checks_the_premise_as_well_as_the_answer(people, 
                   **variables("filter_sufficiency.j2", persona, arcs, language))[1]["content"]
     assert ("premise" in task) if language == "en" else ("前提" in task)
     assert "2022-03-02T20:00" in task  # the premise must hold before the question time
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_question_writer_is_shown_the_premise_and_date_rules(people, language):
+    persona, arcs = people
+    task = render("qa_write.j2", language=language, **variables("qa_write.j2", persona, arcs, language))[1]["content"]
+    if language == "en":
+        assert "premise" in task and "no year, month or weekday" in task
+    else:
+        assert "前提" in task and "星期几" in task
