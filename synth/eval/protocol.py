@@ -92,31 +92,37 @@ def retrieve_all(persona: EvalPersona, system: MemorySystem, k: int, offline: bo
     out = []
     for question in _by_question_time(persona.questions):
         if not offline:
-            feed(lambda trace: _visible(trace, question))
+            feed(lambda trace, asked=question: _visible(trace, asked))
         if question.key in skip:
             continue
         if broken is not None:
             out.append(Retrieval(question, [], 0.0, fed, error=broken))
             continue
-        if isinstance(system, OracleSystem):
-            system.set_gold(question.gold_ids)
-        start = time.perf_counter()
-        try:
-            name = f"{type(system).__name__}.retrieve"
-            ids = list(dict.fromkeys(_trace_ids(_call(system, "retrieve", question.question, k,
-                                                      question.question_time), name)))
-            text = None
-            if callable(getattr(system, "answer", None)):
-                text = _call(system, "answer", question.question, [dict(id=c, text=t) for c, t in question.choices],
-                             question.question_time)
-                if text is not None and not isinstance(text, str):
-                    raise _SystemFault(f"{type(system).__name__}.answer returned a {type(text).__name__}, not text")
-        except _SystemFault as fault:
-            out.append(Retrieval(question, [], time.perf_counter() - start, fed, error=str(fault)))
-            continue
-        ranked = ids if getattr(system, "ignores_k", False) else ids[:k]
-        dropped = {"unknown": [i for i in ranked if i not in known],
-                   "future": [i for i in ranked if i in known and i not in given]}
-        out.append(Retrieval(question, [i for i in ranked if i in given], time.perf_counter() - start, fed, text,
-                             at_k=[i for i in ids[:k] if i in given], dropped=dropped))
+        out.append(_ask(system, question, k, known, given, fed))
     return out
+
+
+def _ask(system: MemorySystem, question: EvalQuestion, k: int, known: set[str], given: set[str],
+         fed: int) -> Retrieval:
+    """One question to the system: its retrieval (and its own answer, if it gives one), with the ids it was never
+    given dropped and counted; a fault of the system fails this question only."""
+    if isinstance(system, OracleSystem):
+        system.set_gold(question.gold_ids)
+    start = time.perf_counter()
+    try:
+        name = f"{type(system).__name__}.retrieve"
+        ids = list(dict.fromkeys(_trace_ids(_call(system, "retrieve", question.question, k,
+                                                  question.question_time), name)))
+        text = None
+        if callable(getattr(system, "answer", None)):
+            text = _call(system, "answer", question.question, [dict(id=c, text=t) for c, t in question.choices],
+                         question.question_time)
+            if text is not None and not isinstance(text, str):
+                raise _SystemFault(f"{type(system).__name__}.answer returned a {type(text).__name__}, not text")
+    except _SystemFault as fault:
+        return Retrieval(question, [], time.perf_counter() - start, fed, error=str(fault))
+    ranked = ids if getattr(system, "ignores_k", False) else ids[:k]
+    dropped = {"unknown": [i for i in ranked if i not in known],
+               "future": [i for i in ranked if i in known and i not in given]}
+    return Retrieval(question, [i for i in ranked if i in given], time.perf_counter() - start, fed, text,
+                     at_k=[i for i in ids[:k] if i in given], dropped=dropped)

@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -195,6 +195,10 @@ def _load_class(spec: str) -> type:
     target, _, name = spec.rpartition(":")
     if not target or not name:
         raise InputError(f"--system: '{spec}' is not oracle, flat, full or module:Class")
+    return _checked_class(spec, getattr(_import_target(spec, target), name, None), target, name)
+
+
+def _import_target(spec: str, target: str) -> Any:
     try:
         if target.endswith(".py"):
             path = Path(target)
@@ -213,7 +217,11 @@ def _load_class(spec: str) -> type:
         raise
     except Exception as exc:  # the plugin's own module failed while loading: name it, no traceback
         raise InputError(f"--system {spec}: importing '{target}' raised {describe_error(exc)}") from None
-    cls = getattr(module, name, None)
+    return module
+
+
+def _checked_class(spec: str, cls: Any, target: str, name: str) -> type:
+    """The plugin class, or one line naming what is wrong with it."""
     if cls is None:
         raise InputError(f"--system {spec}: '{target}' has no '{name}'")
     if not inspect.isclass(cls):
