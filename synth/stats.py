@@ -226,12 +226,12 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
 def _checks_table(data: dict) -> Table:
     """Per question type: generated, rejected by each filter, final."""
     rows = data["final_by_type_and_filter"]
-    filters = sorted({k for row in rows.values() for k in row} - {"generated", "final"})
     table = Table(title="items per question type: generated, rejected by each check, final", title_justify="left")
-    for col in ("type", "gen", *filters, "final"):
-        table.add_column(col, justify="left" if col == "type" else "right")
+    for col in ("type", "generated", "rejected by", "final"):
+        table.add_column(col, justify="left" if col in ("type", "rejected by") else "right")
     for qtype, row in rows.items():
-        table.add_row(qtype, str(row["generated"]), *(str(row.get(f, 0)) for f in filters), str(row["final"]))
+        rejected = ", ".join(f"{name} {n}" for name, n in sorted(row.items()) if name not in ("generated", "final"))
+        table.add_row(qtype, str(row["generated"]), rejected or "—", str(row["final"]))
     return table
 
 
