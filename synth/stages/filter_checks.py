@@ -1,0 +1,121 @@
+"""The filter stage's model-free checks: each takes an item (and what it needs) and returns a reason, "" when the
+item passes. The rules they share with `synth validate` and the distractor guard live in synth.rules."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+
+from synth import rules
+from synth.models import MCQ, Trace
+from synth.stats import answerable, distractor_texts, option_text
+
+MULTI_POINT = ("comparison", "trajectory", "pattern", "causal", "counterfactual", "inference")
+SPANNING = ("comparison", "trajectory")  # their evidence must also span min_span_days over two or more traces
+
+
+def _choices(item: MCQ) -> list[tuple[str, str]]:
+    return [(c.id, c.text) for c in item.choices]
+
+
+def format_problem(item: MCQ, language: str, traces: dict[str, Trace], evidence_ids: set[str],
+                   min_option_chars: int = 4) -> str:
+    """Schema is already checked on read; this catches empty, misaligned, stub or dangling content."""
+    choices = _choices(item)
+    problems = [*rules.shape_problems(choices, item.correct_choice_id, item.question_type, language),
+                *rules.option_problems(choices, item.correct_choice_id, item.question, item.answer,
+                                       item.question_type, min_option_chars)]
+    if problems:
+        return problems[0]
+    if not answerable(item):
+        return ""
+    if not item.evidence:
+        return "an answerable question without evidence"
+    for ref in item.evidence:
+        if not ref.statement.strip() or not ref.digital_trace_ids:
+            return f"evidence {ref.evidence_id}: empty statement or no trace"
+        if ref.evidence_id not in evidence_ids:
+            return f"evidence {ref.evidence_id}: no such evidence"
+    union = {t for ref in item.evidence for t in ref.digital_trace_ids}
+    if set(item.digital_trace_ids) != union:
+        return "digital_trace_ids is not the union of the evidence's traces"
+    missing = [t for t in union if t not in traces]
+    return f"trace {missing[0]}: no such trace" if missing else ""
+
+
+def length_problem(item: MCQ, ratio: float) -> str:
+    if not answerable(item):
+        return ""
+    return rules.length_problem(option_text(item, item.correct_choice_id), distractor_texts(item), ratio)
+
+
+def needed_traces(item: MCQ) -> list[str]:
+    return rules.needed_traces(item.digital_trace_ids, (r.digital_trace_ids for r in item.evidence))
+
+
+def temporal_problem(item: MCQ, traces: dict[str, Trace]) -> str:
+    late = [traces[t] for t in needed_traces(item) if t in traces and traces[t].time > item.question_time]
+    if late:
+        first = min(late, key=lambda t: t.time)
+        return f"needs trace {first.id} dated {first.time.isoformat()}, after the question time {item.question_time.isoformat()}"
+    return ""
+
+
+def normalise_question(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
+
+
+def similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, normalise_question(a), normalise_question(b), autojunk=False).ratio()
+
+
+def duplicate_problem(item: MCQ, kept: list[MCQ], threshold: float) -> str:
+    for other in kept:
+        score = similarity(item.question, other.question)
+        if score >= threshold:
+            return f"near-duplicate of {other.id} (similarity {score:.2f} ≥ {threshold:g})"
+    return ""
+
+
+def single_answer_problem(item: MCQ) -> str:
+    """The verify judge must have confirmed the final options (key right, every other option wrong). Options that
+    came from elsewhere (no refinement record) are not judged here."""
+    if not item.refinement:
+        return ""
+    last = item.refinement[-1]
+    if last.supported is True or (last.supported is None and not last.too_easy):
+        return ""  # confirmed, or refinement ran without the verify judge
+    if last.supported is False:
+        return f"not exactly one right option: {last.support_reason}"
+    return f"the final options were never verified (the last round stopped at: {last.guard or last.reason})"
+
+
+def span_problem(item: MCQ, traces: dict[str, Trace], min_days: int) -> str:
+    """Comparison and trajectory items compare points in time: their traces must span `min_days`, two or more."""
+    if item.question_type not in SPANNING:
+        return ""
+    times = sorted(traces[t].time for t in needed_traces(item) if t in traces)
+    if len(times) < 2:
+        return f"a {item.question_type} item rests on {len(times)} trace(s); it needs two or more"
+    days = (times[-1] - times[0]).days
+    return "" if days >= min_days else (
+        f"its traces span {days} day(s); a {item.question_type} item needs at least {min_days}")
+
+
+def dated_question_problem(item: MCQ) -> str:
+    found = rules.explicit_date(item.question)
+    return f"the question names {found}; questions carry no explicit dates" if found else ""
+
+
+def centrality_problem(item: MCQ, margin: float) -> str:
+    """The key as the centroid of the options (distractors that perturb it): rejected by a clear margin."""
+    if not answerable(item):
+        return ""
+    options = {c.id: c.text for c in item.choices}
+    lead = rules.centrality_margin(options, item.correct_choice_id)
+    if lead > 0 and lead >= margin:
+        return (f"the correct option is the most central (mean word overlap {lead:+.2f} above the next option): "
+                "the distractors read as variations of it")
+    return ""
