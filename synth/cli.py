@@ -237,7 +237,8 @@ def status_command(out: Out = None, personas: Personas = None, persona: PersonaI
 @guarded
 def validate_command(out: Out = None, preset: Preset = None) -> None:
     """Check the invariants (containment, snapshot chain, references, causality); non-zero exit on any violation."""
-    from synth.validate import label_warnings, validate_dataset
+    from synth.label_check import label_warnings
+    from synth.validate import validate_dataset
 
     target = _out(out, preset)
     violations = validate_dataset(target)

@@ -8,8 +8,10 @@ models or the plain dicts `synth validate` reads; a malformed field is read as e
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 THRESHOLD = 0.6  # the share of a statement's key units a trace must contain to count as carrying it
@@ -75,3 +77,30 @@ def unlabelled_evidence(evidence: Iterable[Any], traces: Iterable[Any],
             if evidence_id not in labels and len(units & text) >= threshold * len(units):
                 found.append((evidence_id, trace_id))
     return found
+
+
+def label_warnings(out: Path) -> list[str]:
+    """`synth validate`'s warnings (a heuristic, not a violation): in each persona directory under `out`, evidence a
+    trace of its event visibly carries without listing it."""
+    lines = []
+    for directory in sorted(p.parent for p in Path(out).glob("*/persona.jsonl") if p.is_file()):
+        evidence, traces = _records(directory / "evidence.jsonl"), _records(directory / "traces.jsonl")
+        for evidence_id, trace_id in unlabelled_evidence(evidence, traces):
+            lines.append(f"{directory.name}/traces.jsonl: {trace_id}: seems to carry evidence {evidence_id} "
+                         "without listing it in evidence_ids")
+    return lines
+
+
+def _records(path: Path) -> list[dict]:
+    """The JSON objects of a JSONL file; unreadable lines are validate's to report, skipped here."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+    return out

@@ -27,24 +27,6 @@ ASKED_FILES = ("qa.jsonl", "mcq.jsonl", "final.jsonl")
 MCQ_FILES = ("mcq.jsonl", "final.jsonl")
 
 
-def label_warnings(out: Path) -> list[str]:
-    """Gold labels that look incomplete (not a violation: a lexical heuristic): evidence a trace of its event
-    visibly carries without listing it, which would make measured evidence recall too low."""
-    from synth.label_check import unlabelled_evidence
-
-    lines = []
-    for directory in sorted(p.parent for p in Path(out).glob("*/persona.jsonl") if p.is_file()):
-        check = PersonaCheck(directory)
-        for name in ("evidence.jsonl", "traces.jsonl"):
-            if (directory / name).is_file():
-                check.load(name)
-        for evidence_id, trace_id in unlabelled_evidence(check.records.get("evidence.jsonl", []),
-                                                         check.records.get("traces.jsonl", [])):
-            lines.append(f"{directory.name}/traces.jsonl: {trace_id}: seems to carry evidence {evidence_id} "
-                         "without listing it in evidence_ids")
-    return lines
-
-
 def validate_dataset(out: Path) -> list[str]:
     """Every violation under `out`, one human-readable line each; an empty list means every invariant holds."""
     return [line for _, line in violations(out)]

@@ -279,7 +279,7 @@ def test_reference_problems_checks_only_the_named_inputs(handmade_dataset):
 
 
 def test_unlabelled_evidence_a_trace_visibly_carries_is_reported_without_failing(handmade_dataset):
-    from synth.validate import label_warnings
+    from synth.label_check import label_warnings
 
     assert label_warnings(handmade_dataset) == []
     target = read_jsonl(handmade_dataset / PERSONA_ID / "evidence.jsonl")[0]
