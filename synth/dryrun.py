@@ -100,9 +100,8 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
         # Traces of the configured length, so the prompts that quote traces (QA, distractors, filter) are priced
         # at realistic sizes rather than at the fake's few placeholder words.
         sections = [settings.parse(cfg).traces for cfg in session.configs.values()]
-        words = sum((t.min_words + t.max_words) // 2 for t in sections) // max(1, len(sections))
-        previous = os.environ.get("SYNTH_FAKE_CONTENT_WORDS")
-        os.environ.setdefault("SYNTH_FAKE_CONTENT_WORDS", str(words))
+        if not os.environ.get("SYNTH_FAKE_CONTENT_WORDS"):  # a size the user set wins
+            fake.content_words = sum((t.min_words + t.max_words) // 2 for t in sections) // max(1, len(sections))
         try:
             asyncio.run(pipeline.run_stages(session, STAGES.order(), show_progress=False))
         except SynthError as exc:
@@ -111,8 +110,6 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
             error = "; ".join(str(e) for e in group.exceptions)
         finally:
             session.close()
-            if previous is None:
-                os.environ.pop("SYNTH_FAKE_CONTENT_WORDS", None)
         return list(fake.seen), route_of, session.options.config, error
 
 

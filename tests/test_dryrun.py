@@ -91,3 +91,25 @@ def test_pricing_caches_a_repeated_prefix_per_task_and_uses_the_output_table():
     write_cost = route.cost(traces.input_tokens, traces.output_tokens, 800, 1600)
     assert traces.usd_cache == pytest.approx(write_cost)
     assert traces.usd_batch_cache == pytest.approx(write_cost / 2)
+
+
+def test_the_dry_run_sizes_its_own_fake_and_leaves_the_environment_alone(monkeypatch):
+    """No hidden global state: the dry run sets the trace size on its own fake provider, not in os.environ."""
+    import os
+
+    from synth.dryrun import _run_fake
+    from synth.llm.fake import FakeProvider
+
+    monkeypatch.delenv("SYNTH_FAKE_CONTENT_WORDS", raising=False)
+    made: list[FakeProvider] = []
+    original = FakeProvider.__init__
+
+    def spy(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(FakeProvider, "__init__", spy)
+    requests, _, _, error = _run_fake("tiny", [PERSONAS], [], None, conf.resolve_route("fake", None))
+    assert error is None and requests
+    assert "SYNTH_FAKE_CONTENT_WORDS" not in os.environ
+    assert [p.content_words for p in made] == [(30 + 120) // 2]  # tiny's min_words and max_words

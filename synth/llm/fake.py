@@ -32,17 +32,18 @@ def _resolve(schema: dict, root: dict) -> dict:
     return schema
 
 
-def _content_words() -> int:
-    """SYNTH_FAKE_CONTENT_WORDS=N makes `content` fields N words long: realistic trace sizes for memory benchmarks."""
+def content_words_from_env() -> int:
+    """SYNTH_FAKE_CONTENT_WORDS=N makes `content` fields N words long: realistic trace sizes for memory benchmarks
+    (read once, when a fake provider or server is made)."""
     try:
         return int(os.environ.get("SYNTH_FAKE_CONTENT_WORDS", "0"))
     except ValueError:
         return 0
 
 
-def _text(rng: random.Random, name: str, min_len: int, max_len: int | None, zh: bool) -> str:
+def _text(rng: random.Random, name: str, min_len: int, max_len: int | None, zh: bool, content_words: int = 0) -> str:
     words = _WORDS_ZH if zh else _WORDS_EN
-    long = _content_words() if name == "content" else 0
+    long = content_words if name == "content" else 0
     n = rng.randint(long, long + long // 4) if long else rng.randint(4, 12)
     sep = "" if zh else " "
     body = sep.join(rng.choice(words) for _ in range(n))
@@ -54,7 +55,8 @@ def _text(rng: random.Random, name: str, min_len: int, max_len: int | None, zh: 
     return out
 
 
-def instance(schema: dict, rng: random.Random, root: dict | None = None, name: str = "", zh: bool = False) -> Any:
+def instance(schema: dict, rng: random.Random, root: dict | None = None, name: str = "", zh: bool = False,
+             words: int = 0) -> Any:
     """Build a value valid against `schema` (the subset pydantic emits: refs, enums, bounds, formats)."""
     root = root if root is not None else schema
     schema = _resolve(schema, root)
@@ -65,29 +67,29 @@ def instance(schema: dict, rng: random.Random, root: dict | None = None, name: s
     for key in ("anyOf", "oneOf"):
         if key in schema:
             options = [o for o in schema[key] if _resolve(o, root).get("type") != "null"] or schema[key]
-            return instance(rng.choice(options), rng, root, name, zh)
+            return instance(rng.choice(options), rng, root, name, zh, words)
     if "allOf" in schema:
         merged: dict = {}
         for part in schema["allOf"]:
             merged.update(_resolve(part, root))
-        return instance(merged, rng, root, name, zh)
+        return instance(merged, rng, root, name, zh, words)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object" or "properties" in schema:
         props = schema.get("properties", {})
-        return {k: instance(v, rng, root, k, zh) for k, v in props.items()}
+        return {k: instance(v, rng, root, k, zh, words) for k, v in props.items()}
     if kind == "array":
-        return _array(schema, rng, root, name, zh)
-    return _scalar(kind, schema, rng, name, zh)
+        return _array(schema, rng, root, name, zh, words)
+    return _scalar(kind, schema, rng, name, zh, words)
 
 
-def _array(schema: dict, rng: random.Random, root: dict, name: str, zh: bool) -> list:
+def _array(schema: dict, rng: random.Random, root: dict, name: str, zh: bool, words: int) -> list:
     lo = schema.get("minItems", 1)
     hi = schema.get("maxItems", max(lo, 3))
     count = rng.randint(lo, max(lo, min(hi, lo + 3)))
     items = schema.get("items", {"type": "string"})
-    values = [instance(items, rng, root, name, zh) for _ in range(count)]
+    values = [instance(items, rng, root, name, zh, words) for _ in range(count)]
     if schema.get("uniqueItems"):
         unique = []
         for v in values:
@@ -97,7 +99,7 @@ def _array(schema: dict, rng: random.Random, root: dict, name: str, zh: bool) ->
     return values
 
 
-def _scalar(kind: str | None, schema: dict, rng: random.Random, name: str, zh: bool) -> Any:
+def _scalar(kind: str | None, schema: dict, rng: random.Random, name: str, zh: bool, words: int) -> Any:
     if kind == "integer":
         lo = schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1 if "exclusiveMinimum" in schema else 0)
         hi = schema.get("maximum", schema.get("exclusiveMaximum", lo + 101) - 1 if "exclusiveMaximum" in schema else lo + 100)
@@ -115,7 +117,7 @@ def _scalar(kind: str | None, schema: dict, rng: random.Random, name: str, zh: b
         return (dt.date(2022, 1, 1) + dt.timedelta(days=rng.randint(0, 700))).isoformat()
     if fmt == "date-time":
         return (dt.datetime(2022, 1, 1, 9) + dt.timedelta(hours=rng.randint(0, 16000))).isoformat()
-    return _text(rng, name, schema.get("minLength", 0), schema.get("maxLength"), zh)
+    return _text(rng, name, schema.get("minLength", 0), schema.get("maxLength"), zh, words)
 
 
 def seeded_rng(*parts: Any) -> random.Random:
@@ -123,14 +125,17 @@ def seeded_rng(*parts: Any) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: int = 0) -> str:
-    """The fake answer to a request as JSON text; the same request, seed and sample give the same answer."""
+def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: int = 0,
+            content_words: int | None = None) -> str:
+    """The fake answer to a request as JSON text; the same request, seed and sample give the same answer.
+    `content_words` sizes `content` fields (None: $SYNTH_FAKE_CONTENT_WORDS)."""
+    words = content_words_from_env() if content_words is None else content_words
     if not schema:
         return json.dumps({"answer": "fake"})
     text = " ".join(str(m.get("content", "")) for m in messages)
     zh = not text.isascii() and len(_CJK.findall(text)) > 20
     rng = seeded_rng(schema, messages, seed, sample)
-    return json.dumps(instance(schema, rng, zh=zh), ensure_ascii=False)
+    return json.dumps(instance(schema, rng, zh=zh, words=words), ensure_ascii=False)
 
 
 _CJK = re.compile("[\u4e00-\u9fff]")
@@ -148,8 +153,10 @@ class FakeProvider:
     name = "fake"
     key_env: str | None = None
 
-    def __init__(self, seed: int = 0, **_: Any) -> None:
+    def __init__(self, seed: int = 0, content_words: int | None = None, **_: Any) -> None:
         self.seed = seed
+        # words of a `content` field (realistic trace sizes); the dry run sets it on its own provider
+        self.content_words = content_words_from_env() if content_words is None else content_words
         self.script: list[str] = []  # queued raw replies, consumed first (scripted tests)
         self.seen: list[LLMRequest] = []
 
@@ -158,6 +165,6 @@ class FakeProvider:
         if self.script:
             text = self.script.pop(0)
         else:
-            text = respond(request.json_schema, request.messages, self.seed, request.sample)
+            text = respond(request.json_schema, request.messages, self.seed, request.sample, self.content_words)
         prompt = " ".join(m["content"] for m in request.messages)
         return ProviderResponse(text=text, usage=Usage(input_tokens=estimate_tokens(prompt), output_tokens=estimate_tokens(text)))
