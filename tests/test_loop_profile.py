@@ -33,6 +33,7 @@ def test_the_innermost_named_frame_decides_and_library_internals_charge_their_ca
         "journal (dump + append)"
     assert profile.classify(stack(("/repo/synth/llm/cache.py", "put"))) == "response cache (SQLite)"
     assert profile.classify(stack(("/repo/synth/llm/cache.py", "cache_key"))).startswith("cache keys")
+    assert profile.classify(stack(("/repo/synth/llm/cache.py", "canonical"))).startswith("cache keys")
     assert profile.classify(stack(run)) == OTHER
     assert profile.classify(None) == OTHER
 

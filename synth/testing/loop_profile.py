@@ -29,6 +29,7 @@ RULES: tuple[tuple[str, str | None, str], ...] = (
     ("/selectors.py", "select", IDLE),
     ("/synth/llm/cache.py", "cache_key", "cache keys (canonical JSON + sha256)"),
     ("/synth/llm/cache.py", "content_hash", "cache keys (canonical JSON + sha256)"),
+    ("/synth/llm/cache.py", "canonical", "cache keys (canonical JSON + sha256)"),
     ("/synth/llm/cache.py", None, "response cache (SQLite)"),
     ("/synth/jsonl.py", "write_atomic", "output files (atomic write + fsync)"),
     ("/synth/jsonl.py", "write_json_atomic", "output files (atomic write + fsync)"),
