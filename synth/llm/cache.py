@@ -104,7 +104,8 @@ class ResponseCache:
             raise RuntimeError(f"{self.path}: the response cache is closed")
         self._queue.append(op)
         self._queued += 1
-        self._changed.notify_all()
+        if len(self._queue) == 1:  # the writer sleeps until there is work; while it lingers, it is not woken
+            self._changed.notify_all()
 
     def flush(self) -> None:
         """Wait until every write queued so far is committed."""
