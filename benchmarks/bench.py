@@ -147,8 +147,10 @@ def stage_depths(persona: Path) -> dict[str, int]:
 
 
 def distractor_chain(item: dict) -> int:
-    """write → validate per round; a round the code guard rejected made no validator call."""
-    return sum(1 + (1 if r.get("validator_choice") else 0) for r in item.get("refinement", []))
+    """write → validate → verify per round: a round the code guard rejected made no validator call, and the verify
+    judge is asked only after a validator that passed the round (`supported` is None when it was not asked)."""
+    return sum(1 + (1 if r.get("validator_choice") else 0) + (1 if r.get("supported") is not None else 0)
+               for r in item.get("refinement", []))
 
 
 def read_jsonl(path: Path) -> list[dict]:
