@@ -287,9 +287,12 @@ async def run_stages(session: Session, names: list[str], force: bool = False,
             except SynthError as exc:  # one persona's failure does not stop the others
                 errors.append(exc)
 
-        async with asyncio.TaskGroup() as group:
-            for seed in session.seeds:
-                group.create_task(one(seed))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for seed in session.seeds:
+                    group.create_task(one(seed))
+        finally:
+            await session.llm.aclose()
     if errors:
         first = next((e for e in errors if isinstance(e, BudgetExceeded)), errors[0])
         if len(errors) == 1:

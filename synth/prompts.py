@@ -23,6 +23,12 @@ def prompts_dir() -> Path:
         if not Path(override).is_dir():
             raise InputError(f"SYNTH_PROMPTS_DIR: {override}: not a directory")
         return Path(override)
+    return _bundled_dir()
+
+
+@lru_cache(maxsize=1)
+def _bundled_dir() -> Path:
+    """The repository's prompts/ (or the wheel's copy): resolved once, not on every render."""
     here = Path(__file__).resolve().parent
     for candidate in (here.parent / "prompts", here / "_prompts"):
         if candidate.is_dir():

@@ -62,9 +62,11 @@ def providers():
 
 
 async def close(get) -> None:
-    """Close the SDK clients inside their event loop (else they complain when collected after it closed)."""
+    """Close the HTTP clients inside their event loop (else they complain when collected after it closed)."""
     for provider in get.made.values():
-        if hasattr(provider, "client"):
+        if hasattr(provider, "aclose"):
+            await provider.aclose()
+        elif hasattr(provider, "client"):
             await provider.client.close()
 
 

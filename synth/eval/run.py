@@ -19,7 +19,7 @@ from synth.eval.systems import system_factory
 from synth.jsonl import write_json_atomic
 from synth.llm.base import InputError
 from synth.llm.cache import ResponseCache
-from synth.llm.client import LLM
+from synth.llm.client import LLM, closing
 from synth.llm.providers import provider_factory
 
 # Settings that make two runs' results incomparable: resuming into a directory made under others is refused.
@@ -99,7 +99,7 @@ def run_eval(data, system, k, answerer_provider, answerer_model, judge_provider,
         def finished(row: dict) -> None:
             (done if row["error"] is None else failed)[row["key"]] = row
 
-        calls = asyncio.run(score_all(scorers, retrievals, results_path, workers, finished))
+        calls = asyncio.run(closing(llm, score_all(scorers, retrievals, results_path, workers, finished)))
     finally:
         cache.close()
     rows = [done[q.key] for q in questions if q.key in done]

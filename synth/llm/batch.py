@@ -157,8 +157,8 @@ class BatchDispatcher:
             for i in items
         ]
         data = ("\n".join(lines) + "\n").encode("utf-8")
-        stored = await _sdk(route.provider, provider.client.files.create(file=("batch.jsonl", data), purpose="batch"))
-        batch = await _sdk(route.provider, provider.client.batches.create(
+        stored = await _sdk(route.provider, provider.sdk.files.create(file=("batch.jsonl", data), purpose="batch"))
+        batch = await _sdk(route.provider, provider.sdk.batches.create(
             input_file_id=stored.id, endpoint=OPENAI_ENDPOINT, completion_window="24h"))
         return batch.id
 
@@ -187,7 +187,7 @@ class BatchDispatcher:
     async def _collect(self, provider: Any, kind: str, batch_id: str) -> dict[str, ProviderResponse | Exception]:
         if kind == "anthropic":
             return await self._collect_anthropic(provider.client, batch_id)
-        return await self._collect_openai(provider.client, batch_id)
+        return await self._collect_openai(provider.sdk, batch_id)
 
     async def _collect_anthropic(self, client: Any, batch_id: str) -> dict[str, ProviderResponse | Exception]:
         while (batch := await _sdk("anthropic", client.messages.batches.retrieve(batch_id))).processing_status != "ended":

@@ -7,7 +7,7 @@ import contextlib
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from synth.llm.batch import BatchDispatcher
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass
@@ -132,6 +133,13 @@ class LLM:
         self.timeout_s = timeout_s
         self._wait = _wait(backoff_base_s, backoff_cap_s)
         self.batch = batch  # set: requests go through the provider's batch API (synth run --batch)
+
+    async def aclose(self) -> None:
+        """Close the providers' HTTP sessions (those that hold one); the next call opens a new one."""
+        for provider in list(self._providers.values()):
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()
 
     def provider(self, route: Route) -> Provider:
         key = (route.provider, route.base_url)
@@ -262,3 +270,11 @@ class LLM:
             if exc.status == 429:
                 limiter.on_rate_limited()
             raise
+
+
+async def closing(llm: LLM, work: Awaitable[T]) -> T:
+    """Await `work`, then close the client's HTTP sessions in the same event loop (`asyncio.run(closing(llm, …))`)."""
+    try:
+        return await work
+    finally:
+        await llm.aclose()

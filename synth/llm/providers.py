@@ -10,8 +10,10 @@ from typing import Any
 from synth.conf import Route, key_env
 from synth.llm.base import FatalProviderError, InputError, LLMRequest, Provider, ProviderResponse, TransportError, Usage
 from synth.llm.fake import FakeProvider
+from synth.llm.http import HTTPStatusError, JSONClient
 from synth.prompts import render_text
 
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 
 
@@ -31,8 +33,7 @@ def retry_after(headers: Any) -> float | None:
 def _status_error(exc: Exception, provider: str) -> Exception:
     """Map an SDK status error to our transport (retry) or fatal error; the message never carries a key."""
     status = getattr(exc, "status_code", None)
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
+    headers = getattr(exc, "headers", None) or getattr(getattr(exc, "response", None), "headers", None)
     if status in RETRYABLE_STATUS or (status is not None and status >= 500):
         return TransportError(f"{provider}: HTTP {status}", status=status, retry_after=retry_after(headers))
     if status in (401, 403):
@@ -77,15 +78,29 @@ class OpenAIProvider:
     MODES = ("json_schema", "grammar", "json_object", "text")
 
     def __init__(self, base_url: str | None = None, timeout_s: float = 180.0, **_: Any) -> None:
-        import openai
-
-        self._openai = openai
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
         key = os.environ.get("OPENAI_API_KEY")
-        if not key and not base_url:
+        if not key and base_url == OPENAI_DEFAULT_BASE_URL:
             raise InputError("OPENAI_API_KEY is not set (needed by --provider openai without --base-url)")
-        self.client = openai.AsyncOpenAI(api_key=key or "not-needed", base_url=base_url, max_retries=0, timeout=timeout_s)
+        self.client = JSONClient(self.name, base_url, {"Authorization": f"Bearer {key or 'not-needed'}"}, timeout_s)
         self.mode = 0
+        self._sdk_args = {"api_key": key or "not-needed", "base_url": base_url, "timeout": timeout_s}
+        self._sdk: Any = None
+
+    @property
+    def sdk(self) -> Any:
+        """The openai SDK client, for the batch API (files, batches) only; made on first use."""
+        if self._sdk is None:
+            import openai
+
+            self._sdk = openai.AsyncOpenAI(max_retries=0, **self._sdk_args)
+        return self._sdk
+
+    async def aclose(self) -> None:
+        await self.client.close()
+        if self._sdk is not None:
+            sdk, self._sdk = self._sdk, None
+            await sdk.close()
 
     def _body(self, request: LLMRequest, model: str, mode: str, tighten: int = 1) -> dict:
         messages = list(request.messages)
@@ -109,7 +124,7 @@ class OpenAIProvider:
             # Cap every free string so the whole answer fits in max_tokens: a grammar-bound model that runs out
             # of tokens mid-string leaves JSON that no repair can save.
             cap = max(24, string_cap(request.json_schema, request.settings.max_tokens) // tighten)
-            body["extra_body"] = {"grammar": schema_to_gbnf(request.json_schema, max_string_chars=cap)}
+            body["grammar"] = schema_to_gbnf(request.json_schema, max_string_chars=cap)
         elif mode == "json_object":
             body["response_format"] = {"type": "json_object", "schema": request.json_schema}
         if mode != "json_schema":
@@ -118,47 +133,44 @@ class OpenAIProvider:
         return body
 
     async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
-        openai = self._openai
         tighten, wasted = 1, None
         while True:
             mode = self.MODES[self.mode]
             try:
-                response = await json_answer(self.name, self.client.chat.completions.create(
-                    **self._body(request, model, mode, tighten)), openai.types.chat.ChatCompletion)
-                cut = bool(wire_field(response, "choices")) and response.choices[0].finish_reason == "length"
+                response = await self.client.post("/chat/completions", self._body(request, model, mode, tighten))
+                choices = response.get("choices")
+                cut = bool(choices) and isinstance(choices[0], dict) and choices[0].get("finish_reason") == "length"
                 if mode == "grammar" and tighten == 1 and cut:
                     tighten = 4  # cut off mid-answer: once more with strings capped four times tighter
-                    wasted = response.usage
+                    wasted = response.get("usage")
                     continue
                 break
-            except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as exc:
+            except HTTPStatusError as exc:
                 # A refused format comes back as 400, 422 or (llama-cpp-python's server) a 500 naming the field.
-                refused = _mentions_format(exc) if exc.status_code != 500 else "response_format" in str(exc)
-                if self.mode + 1 < len(self.MODES) and refused:
-                    self.mode += 1  # the server refused this structured-output form: try the next one
-                    continue
+                if exc.status_code in (400, 422, 500):
+                    refused = _mentions_format(exc) if exc.status_code != 500 else "response_format" in str(exc)
+                    if self.mode + 1 < len(self.MODES) and refused:
+                        self.mode += 1  # the server refused this structured-output form: try the next one
+                        continue
                 raise _status_error(exc, self.name) from None
-            except openai.APITimeoutError:
-                raise TransportError("openai: request timed out") from None
-            except openai.APIConnectionError:
-                raise TransportError("openai: connection error") from None
-            except openai.APIStatusError as exc:
-                raise _status_error(exc, self.name) from None
-        if not wire_field(response, "choices"):
+        choices = response.get("choices")
+        if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
             raise TransportError("openai: response without choices")
-        message = response.choices[0].message
-        usage = _usage(response.usage)
+        message = choices[0]["message"]
+        usage = _usage(response.get("usage"))
         if wasted is not None:
             usage.add(_usage(wasted))
-        return ProviderResponse(text=message.content or "", usage=usage, refusal=getattr(message, "refusal", None))
+        return ProviderResponse(text=message.get("content") or "", usage=usage, refusal=message.get("refusal"))
 
 
 def _usage(usage: Any) -> Usage:
+    """Token counts of an OpenAI-style usage object, whether an SDK object (batch results) or plain JSON."""
     if usage is None:
         return Usage()
-    details = getattr(usage, "prompt_tokens_details", None)
-    return Usage(input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0,
-                 cached_input_tokens=(details.cached_tokens or 0) if details is not None else 0)
+    details = wire_field(usage, "prompt_tokens_details")
+    cached = wire_field(details, "cached_tokens") if details is not None else 0
+    return Usage(input_tokens=wire_field(usage, "prompt_tokens") or 0,
+                 output_tokens=wire_field(usage, "completion_tokens") or 0, cached_input_tokens=cached or 0)
 
 
 def _mentions_format(exc: Exception) -> bool:

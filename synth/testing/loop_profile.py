@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Self
 
-HTTP = "HTTP transport (httpx, httpcore, h11, anyio)"
+HTTP = "HTTP transport (aiohttp; httpx, httpcore, h11, anyio under the SDKs)"
 SDK = "provider SDK (request build, response parse)"
 JINJA = "prompt rendering (Jinja)"
 CLIENT = "client bookkeeping (budget, limiter, retries)"
@@ -49,6 +49,10 @@ RULES: tuple[tuple[str, str | None, str], ...] = (
     ("/openai/", None, SDK),
     ("/anthropic/", None, SDK),
     ("/synth/llm/providers.py", None, SDK),
+    ("/synth/llm/http.py", None, HTTP),
+    ("/aiohttp/", None, HTTP),
+    ("/yarl/", None, HTTP),
+    ("/multidict/", None, HTTP),
     ("/httpx", None, HTTP),
     ("/httpcore", None, HTTP),
     ("/h11/", None, HTTP),
