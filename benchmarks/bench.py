@@ -65,6 +65,9 @@ class Tracer:
                 self.name = inner.name
                 self.key_env = inner.key_env
 
+            async def aclose(self) -> None:
+                await self.inner.aclose()
+
             async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
                 start = time.perf_counter()
                 response = await self.inner.complete(request, model)
