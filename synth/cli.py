@@ -255,13 +255,19 @@ def validate_command(out: Out = None, preset: Preset = None) -> None:
 @app.command("export")
 @guarded
 def export_command(out: Out = None, preset: Preset = None, format: Annotated[str, typer.Option("--format")] = "clonemem") -> None:
-    """Write export/clonemem/<size>/<persona_id>_benchmark_<lang>.json from final.jsonl and the traces."""
+    """Write export/clonemem/<size>/<persona_id>_benchmark_<lang>.json from final.jsonl and the traces; --format hf
+    writes export/hf/ (Parquet configs and a dataset card, loadable with datasets.load_dataset)."""
     from synth.export import export_dataset
 
+    if format == "hf":
+        from synth.export_hf import export_hf
+
+        out_console.print(str(export_hf(_out(out, preset))))
+        return
     if format != "clonemem":
         from synth.llm.base import InputError
 
-        raise InputError(f"--format: unknown format '{format}' (choose clonemem)")
+        raise InputError(f"--format: unknown format '{format}' (choose clonemem or hf)")
     paths = export_dataset(_out(out, preset))
     for path in paths:
         out_console.print(str(path))

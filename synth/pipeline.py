@@ -191,7 +191,9 @@ def resolve_run(out: Path, preset: str | None, provider: str | None, model: str 
         name, reason = provider, "--provider was given"
     preset = preset or old["preset"]
     if config_file is None and preset == old["preset"]:
-        config = {**recorded["config"], "preset": preset, "_scale": recorded.get("scale_overrides", {})}
+        # A section added to synth after the dataset was made takes today's defaults (the recorded ones win).
+        config = {**conf.preset_config(preset), **recorded["config"], "preset": preset,
+                  "_scale": recorded.get("scale_overrides", {})}
         from synth import settings
 
         settings.parse(config, default_source=str(where))

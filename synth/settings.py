@@ -121,6 +121,10 @@ class EvalSettings(Section):
     concurrency: int = Field(ge=1)
 
 
+class ExportSettings(Section):
+    license: str = Field(min_length=1)  # the dataset card's `license` (a Hub license id, e.g. cc-by-4.0)
+
+
 class Settings(Section):
     """The whole resolved configuration of one persona's run (after preset, scale and --config)."""
 
@@ -146,6 +150,7 @@ class Settings(Section):
     dry_run: DryRunSettings
     routes: dict[str, str]
     eval: EvalSettings
+    export: ExportSettings
 
 
 def _section_model(model: type[BaseModel], key: str) -> type[BaseModel] | None:

@@ -247,7 +247,8 @@ def _blind_table(data: dict) -> Table:
 
 
 def plot_stats(out: Path, data: dict) -> list[Path]:
-    """Bar charts of the distributions as PNGs under out/stats/ (matplotlib only when asked for)."""
+    """Bar charts of the distributions, plus the timeline density and arc states per persona and the validity panel
+    (synth.dataset_plots), as PNGs under out/stats/ (matplotlib only when asked for)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -268,5 +269,9 @@ def plot_stats(out: Path, data: dict) -> list[Path]:
         fig.savefig(path, dpi=100)
         plt.close(fig)
         paths.append(path)
+    from synth.dataset_plots import plot_dataset
+    from synth.dataset_view import load_dataset
+
+    paths += plot_dataset(load_dataset(out), data, target)
     (target / "stats.json").write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
     return paths
