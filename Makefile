@@ -8,7 +8,7 @@ OUT ?= outputs/$(or $(PRESET),default)
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: install install-local install-local-portable dataset lint test test-fast bench clean
+.PHONY: install install-local install-local-portable dataset lint test test-fast bench clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,18 +39,29 @@ dataset: $(STAMP)
 	if [ "$$provider" = "local" ]; then $(MAKE) --no-print-directory install-local; fi; \
 	$(BIN)/synth run --personas personas --out $(OUT) $(if $(PRESET),--preset $(PRESET),) $(if $(PROVIDER),--provider $(PROVIDER),)
 
+# The headless Chromium of tests/test_browse.py (`synth browse` clicked in a real browser): @sparticuz/chromium and
+# puppeteer-core from npm into tests/browser/node_modules (git-ignored). Without Node the test skips and says why.
+BROWSER_STAMP := tests/browser/node_modules/.installed
+$(BROWSER_STAMP): tests/browser/package.json tests/browser/package-lock.json
+	cd tests/browser && npm ci --no-audit --no-fund
+	touch $@
+
+browser:
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(BROWSER_STAMP); \
+	else echo "Node.js/npm not found: the browser test of synth browse will be skipped (install Node 20+ to run it)"; fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check synth tests benchmarks
 
-test: $(LOCAL_STAMP) lint
+test: $(LOCAL_STAMP) lint browser
 	$(BIN)/python -m pytest -q
 
 # Without the local-model tests (no llama.cpp build needed).
-test-fast: $(STAMP) lint
+test-fast: $(STAMP) lint browser
 	$(BIN)/python -m pytest -q -m 'not local'
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache tests/browser/node_modules

@@ -295,7 +295,21 @@ def review_command(out: Out = None, preset: Preset = None,
     if import_file is not None:
         out_console.print(import_review(target, import_file))
     else:
-        out_console.print(str(write_review(target, sample or 20, seed=seed)))
+        from synth.browse import write_site
+
+        sheet = write_review(target, sample or 20, seed=seed)
+        out_console.print(str(sheet))
+        out_console.print(f"browse each row's `link`, or all: {write_site(target).resolve().as_uri()}")
+
+
+@app.command("browse")
+@guarded
+def browse_command(out: Out = None, preset: Preset = None, persona: PersonaId = None) -> None:
+    """Write site/ (index.html and one page per persona): timeline, traces, questions linked to their traces."""
+    from synth.browse import write_site
+
+    index = write_site(_out(out, preset), set(persona) if persona else None)
+    out_console.print(index.resolve().as_uri())
 
 
 @app.command("eval")

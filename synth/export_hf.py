@@ -151,6 +151,7 @@ def export_hf(out: Path, seeds: Iterable | None = None, license_id: str | None =
         rows = {c: {s: len(r) for s, r in splits.items()} for c, splits in tables.items()}
         facts = card_facts(out, views, files, rows, figures, license_id)
         (staging / "README.md").write_text(render_card(facts), encoding="utf-8")
+        staging.chmod(0o755)  # mkdtemp made it private; the folder is meant to be shared
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)

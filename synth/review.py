@@ -8,6 +8,7 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
+from synth.browse import question_link
 from synth.jsonl import read_records, write_atomic
 from synth.llm.base import InputError
 from synth.models import FinalItem, Rejected, Trace
@@ -15,7 +16,7 @@ from synth.stages.filter import REVIEW_FILE
 from synth.stats import persona_dirs
 
 COLUMNS = ("persona_id", "id", "question_type", "dimension", "question_time", "question", "options",
-           "correct_choice_id", "answer", "evidence", "traces", "verdict", "note")
+           "correct_choice_id", "answer", "evidence", "traces", "link", "verdict", "note")
 ACCEPT = {"ok", "accept", "accepted", "pass", "good", "yes", "y", "keep"}
 REJECT = {"reject", "rejected", "bad", "fail", "no", "n", "drop"}
 
@@ -35,7 +36,7 @@ def stratified(items: list[FinalItem], n: int, seed: int) -> list[FinalItem]:
     return picked
 
 
-def _row(item: FinalItem, traces: dict[str, Trace]) -> dict:
+def _row(item: FinalItem, traces: dict[str, Trace], out: Path) -> dict:
     evidence = "\n".join(f"- {e.statement} [{', '.join(e.digital_trace_ids)}]" for e in item.evidence)
     shown = "\n\n".join(
         f"[{t.id}] {t.medium} · {t.time.isoformat(timespec='minutes')}\n{t.content}"
@@ -46,12 +47,13 @@ def _row(item: FinalItem, traces: dict[str, Trace]) -> dict:
         "dimension": item.dimension, "question_time": item.question_time.isoformat(timespec="minutes"),
         "question": item.question, "options": "\n".join(f"{c.id}. {c.text}" for c in item.choices),
         "correct_choice_id": item.correct_choice_id, "answer": item.answer, "evidence": evidence, "traces": shown,
-        "verdict": "", "note": "",
+        "link": question_link(out, item.persona_id, item.id), "verdict": "", "note": "",
     }
 
 
 def write_review(out: Path, n: int, seed: int = 0) -> Path:
-    """out/review/sheet.csv: one row per sampled item; reviewers fill `verdict` (ok / reject) and `note`."""
+    """out/review/sheet.csv: one row per sampled item; reviewers fill `verdict` (ok / reject) and `note`. `link` opens
+    the item in `synth browse`'s site (its traces highlighted on the persona's timeline)."""
     items: list[FinalItem] = []
     traces: dict[str, Trace] = {}
     for directory in persona_dirs(out):
@@ -65,7 +67,7 @@ def write_review(out: Path, n: int, seed: int = 0) -> Path:
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
-        writer.writerows(_row(item, traces) for item in stratified(items, n, seed))
+        writer.writerows(_row(item, traces, out) for item in stratified(items, n, seed))
     return path
 
 
