@@ -146,7 +146,9 @@ def _check_click(out: Path) -> dict:
 
 
 def test_clicking_a_question_highlights_its_traces_in_a_real_browser(site):
-    _check_click(site)
+    report = _check_click(site)
+    assert report["timeline_heading"] == "Timeline"
+    assert report["type_tags"] and all(title == shown for title, shown in report["type_tags"])
 
 
 def test_a_chinese_persona_page_in_a_real_browser(site_zh):
@@ -155,7 +157,10 @@ def test_a_chinese_persona_page_in_a_real_browser(site_zh):
     assert '<html lang="zh-CN">' in page and '<meta charset="utf-8">' in page
     persona = read_jsonl(directory / "persona.jsonl")[0]
     assert persona["language"] == "zh" and persona["name"] in page  # embedded as UTF-8, not \u escapes
-    _check_click(site_zh)
+    report = _check_click(site_zh)
+    # the interface speaks Chinese: headings and the question types' names (the ids stay in the data)
+    assert report["timeline_heading"] == "时间线"
+    assert report["type_tags"] and all(not shown.isascii() and title.isascii() for title, shown in report["type_tags"])
 
 
 def test_review_sheet_links_each_row_into_the_site(tiny_dataset, tmp_path):

@@ -21,6 +21,8 @@ try {
   report.question_cards = await page.$$eval(".question", (ns) => ns.map((n) => n.dataset.id));
   report.trace_cards = await page.$$eval(".trace", (ns) => ns.length);
   report.trace_dots = await page.$$eval("circle.trace-dot", (ns) => ns.length);
+  report.timeline_heading = await page.$eval('h2[data-label="timeline"]', (n) => n.textContent);
+  report.type_tags = await page.$$eval(".question .tag:first-child", (ns) => ns.map((n) => [n.title, n.textContent]));
   await page.click(`.question[data-id="${questionId}"]`);
   report.selected = await page.$$eval(".question.selected", (ns) => ns.map((n) => n.dataset.id));
   report.highlighted_cards = await page.$$eval(".trace.hl", (ns) => ns.map((n) => n.dataset.id));

@@ -11,7 +11,7 @@
       filter: "filter", reason: "reason", before: "snapshot before", after: "snapshot after", everyday: "everyday",
       background: "background (does not answer)", shown: "shown", of: "of", state: "state",
       energy: "energy", stress: "stress", emotion: "emotion", focus: "focus", arc_status: "arc status",
-      traces_of_question: "traces of this question",
+      traces_of_question: "traces of this question", people: "People",
     },
     zh: {
       all_personas: "← 全部人物", timeline: "时间线", type: "题型", dimension: "维度", medium: "媒介", arc: "人生弧线",
@@ -20,11 +20,20 @@
       asked: "提问时间", used_by: "使用这条痕迹的问题", none: "无", filter: "过滤器", reason: "原因",
       before: "阶段前快照", after: "阶段后快照", everyday: "日常", background: "背景（不能回答问题）", shown: "显示",
       of: "/", state: "状态", energy: "精力", stress: "压力", emotion: "主导情绪", focus: "关注点",
-      arc_status: "弧线状态", traces_of_question: "该问题的痕迹",
+      arc_status: "弧线状态", traces_of_question: "该问题的痕迹", people: "人物",
     },
+  };
+  // Display names of the data's ids for a Chinese reader (the ids themselves stay as they are in the data).
+  const NAMES_ZH = {
+    factual: "事实", comparison: "比较", trajectory: "轨迹", pattern: "模式", causal: "因果", counterfactual: "反事实",
+    inference: "推断", unanswerable: "无法回答", experience: "经历", emotion: "情绪", opinion: "观点",
+    diary: "日记", social_post: "社交动态", message_thread: "聊天记录", email: "邮件", note: "笔记", todo_list: "待办清单",
+    calendar_entry: "日程", search_history: "搜索记录", voice_memo_transcript: "语音备忘录", photo_caption: "照片说明",
+    fact: "事实", group_chat: "群聊", lifelog: "生活日志",
   };
   const lang = DATA.persona.language === "zh" ? "zh" : "en";
   const L = (key) => LABELS[lang][key] || LABELS.en[key] || key;
+  const N = (id) => (lang === "zh" && NAMES_ZH[id] ? NAMES_ZH[id] : id);
   const MEDIA_COLOURS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b", "#6d4c41", "#3949ab",
     "#c0ca33", "#d81b60", "#546e7a", "#f4511e"];
   const media = [...new Set(DATA.traces.map((t) => t.medium))].sort();
@@ -33,6 +42,7 @@
   const items = [...DATA.questions, ...DATA.rejected];
   const itemsById = new Map(items.map((q) => [q.id, q]));
   const arcsById = new Map(DATA.arcs.map((a) => [a.id, a]));
+  const eventsById = new Map(DATA.events.map((e) => [e.id, e]));
   const usedBy = new Map();
   for (const q of items) for (const t of q.traces) { if (!usedBy.has(t)) usedBy.set(t, []); usedBy.get(t).push(q); }
   const state = { question: null, trace: null };
@@ -119,7 +129,7 @@
     root.append(svg("line", { id: "question-marker", class: "question-marker hidden", x1: 0, x2: 0, y1: 0, y2: rows.length * lane }));
     root.dataset.scale = JSON.stringify({ t0, t1, left, width });
     document.getElementById("timeline").append(root);
-    document.getElementById("legend").append(...media.map((m) => el("span", {}, el("i", { style: `background:${colourOf(m)}` }), m)));
+    document.getElementById("legend").append(...media.map((m) => el("span", { title: m }, el("i", { style: `background:${colourOf(m)}` }), N(m))));
     state.x = x;
   }
 
@@ -129,7 +139,7 @@
       el("li", { class: c.id === q.correct ? "correct" : "", value: "ABCDE".indexOf(c.id) + 1 }, c.text)));
     const card = el("article", { class: `question ${q.status}`, "data-id": q.id, lang: q.language === "zh" ? "zh-CN" : "en",
       onclick: () => selectQuestion(q.id) },
-      el("div", { class: "meta" }, el("span", { class: "tag", text: q.type }), el("span", { class: "tag", text: q.dimension }),
+      el("div", { class: "meta" }, el("span", { class: "tag", title: q.type, text: N(q.type) }), el("span", { class: "tag", title: q.dimension, text: N(q.dimension) }),
         `${L("asked")} ${short(q.time)} · ${arcName(q.arc)}`),
       el("div", { class: "q", text: q.question }),
       choices,
@@ -138,9 +148,11 @@
     return card;
   }
   function traceCard(t) {
+    const event = eventsById.get(t.event);
     return el("article", { class: "trace", "data-id": t.id, id: `trace-${t.id}`, lang: t.language === "zh" ? "zh-CN" : "en",
       onclick: () => selectTrace(t.id) },
-      el("div", { class: "meta" }, el("span", { class: "tag", style: `border-left:4px solid ${colourOf(t.medium)}`, text: t.medium }),
+      el("div", { class: "meta" }, el("span", { class: "tag", title: t.medium, style: `border-left:4px solid ${colourOf(t.medium)}`, text: N(t.medium) }),
+        event && event.everyday ? el("span", { class: "tag everyday", text: L("everyday") }) : null,
         `${short(t.time)} · ${t.id.slice(0, 8)}` + (usedBy.has(t.id) ? ` · ${usedBy.get(t.id).length} ${L("questions")}` : "")),
       el("div", { class: "content", text: t.content }));
   }
@@ -266,15 +278,19 @@
     document.getElementById("persona-name").textContent = `${p.name || p.id} · ${p.id}`;
     document.getElementById("persona-summary").textContent =
       [p.age ? `${p.age}` : "", p.occupation, `${p.start} – ${p.end}`, p.backstory].filter(Boolean).join(" · ");
+    if (DATA.people.length) {
+      document.getElementById("persona-people").textContent =
+        `${L("people")}: ` + DATA.people.map((x) => (x.relation ? `${x.name} (${x.relation})` : x.name)).join(" · ");
+    }
     drawTimeline();
     document.getElementById("questions").append(...DATA.questions.map(questionCard));
     document.getElementById("rejected").append(...DATA.rejected.map(questionCard));
     document.getElementById("rejected-count").textContent = `${DATA.rejected.length}`;
     document.getElementById("traces").append(...DATA.traces.map(traceCard));
-    const uniq = (xs) => [...new Set(xs)].sort().map((v) => [v, v]);
+    const uniq = (xs) => [...new Set(xs)].sort().map((v) => [v, N(v)]);
     fillSelect("f-type", uniq(items.map((q) => q.type)), "type");
     fillSelect("f-dimension", uniq(items.map((q) => q.dimension)), "dimension");
-    fillSelect("f-medium", media.map((m) => [m, m]), "medium");
+    fillSelect("f-medium", media.map((m) => [m, N(m)]), "medium");
     fillSelect("f-arc", DATA.arcs.map((a) => [a.id, arcName(a.id)]), "arc");
     document.getElementById("f-clear").addEventListener("click", () => {
       document.querySelectorAll("#filters select").forEach((s) => { s.value = ""; });
