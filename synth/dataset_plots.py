@@ -46,8 +46,10 @@ def week_of(day: dt.date) -> dt.date:
     return day - dt.timedelta(days=day.weekday())
 
 
-def weekly_counts(traces: list[dict]) -> tuple[list[dt.date], dict[str, list[int]]]:
-    """Traces per ISO week (Monday) per medium, every week from the first to the last present (empty weeks as 0)."""
+def weekly_counts(traces: list[dict], start: dt.date | None = None,
+                  end: dt.date | None = None) -> tuple[list[dt.date], dict[str, list[int]]]:
+    """Traces per ISO week (Monday) per medium, every week from the first to the last (the timeline's `start` and
+    `end` when given, so silent stretches at either end show), empty weeks as 0."""
     counts: dict[str, Counter] = defaultdict(Counter)
     for trace in traces:
         day = day_of(trace.get("time"))
@@ -56,7 +58,9 @@ def weekly_counts(traces: list[dict]) -> tuple[list[dt.date], dict[str, list[int
     weeks_seen = sorted({w for c in counts.values() for w in c})
     if not weeks_seen:
         return [], {}
-    weeks = [weeks_seen[0] + WEEK * i for i in range((weeks_seen[-1] - weeks_seen[0]).days // 7 + 1)]
+    first = min(weeks_seen[0], week_of(start)) if start else weeks_seen[0]
+    last = max(weeks_seen[-1], week_of(end)) if end else weeks_seen[-1]
+    weeks = [first + WEEK * i for i in range((last - first).days // 7 + 1)]
     return weeks, {medium: [c[w] for w in weeks] for medium, c in sorted(counts.items())}
 
 
@@ -87,7 +91,7 @@ def option_length_ratios(items: list[dict]) -> list[float]:
 
 
 def plot_timeline_density(view: PersonaView, path: Path) -> Path | None:
-    weeks, by_medium = weekly_counts(view.traces)
+    weeks, by_medium = weekly_counts(view.traces, as_date(view.persona.get("start")), as_date(view.persona.get("end")))
     if not weeks:
         return None
     plt = _pyplot()

@@ -24,6 +24,10 @@ def test_weekly_counts_per_medium_include_empty_weeks():
     assert weeks == [dt.date(2022, 1, 3), dt.date(2022, 1, 10), dt.date(2022, 1, 17), dt.date(2022, 1, 24)]
     assert counts == {"diary": [2, 0, 0, 1], "email": [0, 1, 0, 0]}
     assert weekly_counts([]) == ([], {})
+    # the persona's timeline widens the span: quiet weeks at either end are shown as zeros
+    weeks, counts = weekly_counts(traces, start=dt.date(2021, 12, 29), end=dt.date(2022, 2, 1))
+    assert weeks[0] == dt.date(2021, 12, 27) and weeks[-1] == dt.date(2022, 1, 31) and len(weeks) == 6
+    assert counts["diary"] == [0, 2, 0, 0, 1, 0]
 
 
 def test_arc_steps_follow_the_major_events_and_phases_that_carry_states():
