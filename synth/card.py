@@ -15,6 +15,10 @@ from synth.dataset_view import PersonaView, dict_list, read_json, record_languag
 
 ASSETS = Path(__file__).parent / "assets"
 TYPES = ("factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "unanswerable")
+# what the card shows of dataset.json's `validity` (a dataset recorded before one of them existed is recomputed)
+VALIDITY_KEYS = {"blind_accuracy", "blind_accuracy_answerable", "blind_picks", "blind_by_type", "blind_flagged_types",
+                 "positions", "position_balance_ok", "correct_is_longest_rate", "correct_is_longest_ok",
+                 "key_central_rate", "key_central_ok"}
 SMALL_SAMPLE = 100  # fewer answerable items than this: the validity figures are noisy, and the card says so
 
 
@@ -23,7 +27,7 @@ def validity_figures(out: Path, views: list[PersonaView]) -> dict:
     change to final.jsonl (a review import) the same figures recomputed from the records by synth.stats."""
     recorded = read_json(out / "dataset.json").get("validity")
     finals = sum(len(v.final) for v in views)
-    if isinstance(recorded, dict) and recorded.get("final") == finals and "blind_by_type" in recorded:
+    if isinstance(recorded, dict) and recorded.get("final") == finals and set(recorded) >= VALIDITY_KEYS:
         return {**recorded, "source": "dataset.json"}
     from synth.stats import collect
 

@@ -139,14 +139,19 @@ def _count(records: list[dict], key: str) -> dict[str, int]:
     return counts
 
 
-def test_a_review_import_makes_the_card_recompute_validity(exported, tmp_path):
-    """dataset.json's validity describes final.jsonl as the filter left it; once final.jsonl changes, the card's
-    figures are recomputed from the records and say so."""
+@pytest.mark.parametrize("change", ["final_changed", "older_record"])
+def test_stale_recorded_validity_is_recomputed(exported, tmp_path, change):
+    """dataset.json's validity describes final.jsonl as the filter left it; once final.jsonl changes (a review
+    import), or when it was recorded before a figure existed, the card's figures are recomputed from the records
+    and say so."""
     out = tmp_path / "data"
     shutil.copytree(exported, out)
     path = out / "dataset.json"
     recorded = json.loads(path.read_text(encoding="utf-8"))
-    recorded["validity"]["final"] += 1  # no longer the number of final items
+    if change == "final_changed":
+        recorded["validity"]["final"] += 1  # no longer the number of final items
+    else:
+        del recorded["validity"]["key_central_rate"]
     path.write_text(json.dumps(recorded), encoding="utf-8")
     assert run_synth("export", "--out", str(out), "--format", "hf").returncode == 0
     _, body = _card(out)
