@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jinja2
 
+from synth.conf import CONFIG_DIR, _load
 from synth.llm.base import InputError
 
 # A template's text before this marker is the stable, cacheable system prefix; after it, the task.
@@ -36,9 +37,44 @@ def _bundled_dir() -> Path:
     raise InputError("prompts/: the prompt templates directory is missing")
 
 
+LABELS_FILE = CONFIG_DIR / "labels.toml"
+# Templates that use these names depend on the labels table too (their hash includes it).
+_LABEL_USE = re.compile(r"\b(label|pronoun)\(")
+_SENTENCE_END = ("。", "！", "？", ".", "!", "?", "…")
+
+
+@lru_cache(maxsize=1)
+def labels() -> dict:
+    """The native-label table (synth/config/labels.toml): {language: {group: {id: label}}}."""
+    return _load(LABELS_FILE)
+
+
+def label(value: object, group: str, language: str) -> str:
+    """The native label of an id shown in a prompt (`'experience' | label('dimension', 'zh')` → 经历); the id itself
+    when the table has no entry for it (English prompts show ids)."""
+    text = str(value)
+    return str(labels().get(language, {}).get(group, {}).get(text, text))
+
+
+def pronoun(gender: object, language: str) -> str:
+    """The third-person pronoun for a persona's gender as the record spells it; the table's `unknown` otherwise."""
+    table = labels().get(language, {}).get("pronoun", {})
+    key = str(gender).strip()
+    return str(table.get(key, table.get(key.lower(), table.get("unknown", ""))))
+
+
+def sentence(text: object, language: str) -> str:
+    """Model text closed by exactly one full stop: a template writes `{{ x | sentence(language) }}` instead of
+    `{{ x }}。`, which doubles the stop when the model already ended its text with one."""
+    body = str(text).rstrip()
+    if not body or body.endswith(_SENTENCE_END):
+        return body
+    return body + ("。" if language == "zh" else ".")
+
+
 @lru_cache(maxsize=4)
 def environment(root: str) -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(root),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
@@ -46,6 +82,11 @@ def environment(root: str) -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
+    env.filters["label"] = label
+    env.filters["sentence"] = sentence
+    env.globals["label"] = lambda group, value, language: label(value, group, language)
+    env.globals["pronoun"] = pronoun
+    return env
 
 
 def _env() -> jinja2.Environment:
@@ -68,6 +109,9 @@ def template_source_hash(name: str) -> str:
             raise InputError(f"prompts/{current}: template not found")
         text = path.read_text(encoding="utf-8")
         digest.update(current.encode() + b"\0" + text.encode("utf-8") + b"\0")
+        if _LABEL_USE.search(text) and "labels.toml" not in seen:
+            seen.add("labels.toml")
+            digest.update(b"labels.toml\0" + LABELS_FILE.read_bytes() + b"\0")
         pending.extend(re.findall(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]", text))
     return "sha256:" + digest.hexdigest()
 

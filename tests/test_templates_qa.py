@@ -9,7 +9,7 @@ from test_qa_stages import build_persona_dir
 
 from synth.jsonl import read_records
 from synth.models import CANNOT_DETERMINE, QUESTION_TYPES, LifeArc, Persona
-from synth.prompts import render
+from synth.prompts import label, render
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 TEMPLATES = ("qa_plan.j2", "qa_write.j2", "distractors_write.j2", "distractors_validate.j2",
@@ -94,8 +94,9 @@ def test_each_type_definition_is_rendered(people, language, question_type):
     persona, arcs = people
     task = render("qa_plan.j2", language=language,
                   **variables("qa_plan.j2", persona, arcs, language, question_type))[1]["content"]
-    line = next(line for line in task.splitlines() if question_type in line and "—" in line)
-    assert len(line) > len(question_type) + 15  # the definition itself, not just the name
+    name = label(question_type, "question_type", language)  # zh shows the native name, which opens the definition
+    line = next(line for line in task.splitlines() if name in line and ("—" in line or "题型：" in line))
+    assert len(line) > len(name) + 15  # the definition itself, not just the name
     assert ("absent_topic：一个" in task or "absent_topic: a concrete topic" in task) == (question_type == "unanswerable")
 
 

@@ -1,0 +1,192 @@
+"""Every Chinese prompt reads as Chinese: rendered with a scripted Chinese persona, no English word is left outside
+the JSON field names the model must answer with, an id shown beside its native label (`日记（diary）`), numbers and
+names; no doubled full stop; no generic 他/她 when the gender is known; no "取 7 到 7"."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+
+from synth.models import CANNOT_DETERMINE, QUESTION_TYPES, AnchorState, BigFive, LifeArc, Persona, Relation, Snapshot
+from synth.prompts import label, labels, prompts_dir, render, sentence
+
+# Words the model must read literally: JSON field names of the output schemas and JSON literals. An English word
+# outside this list (or an id not shown beside its native label) is a leftover.
+FIELD_NAMES = {
+    "JSON", "true", "false", "snake_case", "AI",  # AI as in "AI 分身", a loanword Chinese readers use
+    # persona, arcs, phases, events, traces
+    "name", "title", "description", "keep", "added", "seeds", "seed", "anchor_state", "anchor_states", "label",
+    "trigger", "cues", "start_day", "end_day", "arc_states", "energy", "stress", "dominant_emotion", "focus",
+    "arc_status", "day", "hour", "minute", "location", "participants", "evidence", "kind", "statement", "arcs",
+    "medium", "intent", "audience", "key_information", "delay_hours", "content",
+    # qa, distractors, filter, eval
+    "feasible", "evidence_indices", "temporal_scope", "outline", "absent_topic", "ask_after_days", "ask_hour",
+    "question", "answer", "choice", "needs_memory", "reason", "key_supported", "others_ruled_out", "notes",
+    "why_wrong", "supported", "confidence", "truthfulness", "consistency", "covered_items", "helpfulness",
+    "states_answer", "statement_indices", "grounded",
+}
+WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
+# An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
+BESIDE_LABEL = re.compile(r"[\u4e00-\u9fff]（([A-Za-z_]+)）")
+# Templates that take no language: the provider-level JSON-schema hint (a schema, not prose for the persona).
+LANGUAGE_FREE = {"llm_json_format.j2"}
+
+PERSONA = Persona(
+    id="p-zh", persona_id="p-zh", language="zh",
+    big_five=BigFive(openness=.6, conscientiousness=.7, extraversion=.8, agreeableness=.5, neuroticism=.4),
+    start=dt.date(2023, 1, 1), end=dt.date(2023, 12, 31), scale="100k", name="林晓梅", age=38, gender="female",
+    personality="外向务实，说话直接。", family_history="在绍兴长大，父母开小饭馆。", education="浙江工商大学市场营销本科。",
+    occupation="杭州一家茶叶公司的销售总监。", concerns=["业绩", "父亲的身体"], interests=["徒步", "做饭"],
+    backstory="三年前从上海回到杭州。",
+    relations=[Relation(id="r1", name="周建国", relation="丈夫", description="中学老师。"),
+               Relation(id="r2", name="陈露", relation="同事", description="销售经理。")],
+).model_dump(mode="json")
+STATES = [AnchorState(label=f"状态{n}", description="她的处境。", trigger="一次谈话。", cues=["日记里的一句话"])
+          for n in "一二三"]
+ARC_RECORDS = [LifeArc(id=f"a{n}", persona_id="p-zh", dimension=dim, title=title, description="这一年的变化。",
+                       anchor_states=STATES).model_dump(mode="json")
+               for n, (dim, title) in enumerate([("experience", "带新团队"), ("emotion", "与父亲和解"),
+                                                 ("opinion", "对应酬的看法")])]
+ARCS = [{**a, "label": a["title"]} for a in ARC_RECORDS]
+SNAP = Snapshot(energy=6, stress=7, dominant_emotion="焦虑。", focus="季度业绩。",
+                arc_status={"a0": "刚接手。"}).model_dump(mode="json")
+PHASE = {"id": "ph", "index": 0, "title": "接手新团队", "description": "她开始带一个新团队。", "start": "2023-02-01",
+         "end": "2023-02-20", "snapshot_before": SNAP, "snapshot_after": SNAP}
+EVENT_VIEW = {"id": "m", "title": "升职", "description": "她升任销售总监。", "start": "2023-02-01",
+              "end": "2023-03-31", "states": [{"arc": "带新团队", "index": 0, "label": "状态一", "description": "刚开始。"}]}
+DETAILED = {"id": "e", "title": "第一次周会", "description": "她主持了第一次周会。", "location": "公司会议室",
+            "time": "2023-02-06T09:00:00"}
+EVIDENCE = [{"id": f"v{n}", "kind": kind, "statement": "周会上她让每个人先说自己的困难。"}
+            for n, kind in enumerate(["fact", "emotion", "opinion"])]
+SEEDS = [{"name": "promotion", "title": "升职", "description": "工作上的晋升。"}]
+MEDIA = sorted(labels()["zh"]["medium"])
+TRACES = [{"medium": m, "time": "2023-02-06T21:00", "content": "今天的周会比我想的顺利。"} for m in MEDIA]
+QA_EVIDENCE = [{"index": n + 1, "date": "2023-02-06", "kind": e["kind"], "statement": e["statement"],
+                "recent": n == 0, "media": MEDIA[:2]} for n, e in enumerate(EVIDENCE)]
+CHOICES = [{"id": c, "text": "我先让大家说困难。"} for c in "ABCDE"]
+TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE}
+QUESTION = {"question": "周会后你对带团队的看法有什么变化？", "question_time": "2023-02-08T20:00"}
+
+
+def _generation(name: str) -> dict:
+    return {
+        "persona_enrich.j2": {"big_five": PERSONA["big_five"], "note": "一位销售总监。", "start": "2023-01-01",
+                              "end": "2023-12-31", "min_relations": 5},
+        "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4},
+        "arcs_plan.j2": {"seeds": SEEDS, "per_dimension": 2, "states": 3},
+        "arcs_major_events.j2": {"seeds": SEEDS, "arcs": ARCS, "count": 8, "days": 365},
+        "phases_init.j2": {"arcs": ARCS, "event": EVENT_VIEW},
+        "phases_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP, "k": 1, "count": 3,
+                               "start_day": 7, "low": 7, "high": 7, "start_date": "2023-02-08", "previous": PHASE},
+        "phases_update.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP, "phase": PHASE},
+        "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "days": 7, "count": 6,
+                               "min_evidence": 2, "max_evidence": 4, "people": ["周建国", "陈露"]},
+        "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": MEDIA, "max_delay": 48,
+                           "suggested": MEDIA[:2]},
+        "traces_write.j2": {**TRACE_CONTEXT, "medium": "search_history", "intent": "查资料", "audience": "自己",
+                            "key_information": "周会的安排。", "carried": EVIDENCE, "time": "2023-02-06T21:00",
+                            "min_words": 80, "max_words": 320},
+    }.get(name)
+
+
+def _qa(name: str, question_type: str) -> dict | None:
+    unanswerable = question_type == "unanswerable"
+    common = {"persona": PERSONA, "arcs": ARC_RECORDS, "question_type": question_type}
+    window = {"arc": ARC_RECORDS[0], "window_start": "2023-01-01", "window_end": "2023-03-01",
+              "evidence": QA_EVIDENCE}
+    return {
+        "qa_plan.j2": {**common, **window, "max_delay_days": 23, "hours": (7, 22),
+                       "planned": [{"question_type": "comparison", "outline": "周会前后的对比。",
+                                    "evidence": [1, 2]}]},
+        "qa_write.j2": {**common, **window, "traces": TRACES, "temporal_scope": "二月上旬。", "outline": "她的变化。",
+                        "absent_topic": "奖金数额", "question_time": "2023-02-08T20:00", "max_answer_chars": 120},
+        "distractors_write.j2": {**common, **QUESTION, "dimension": "opinion", "answer": "我更愿意先听。",
+                                 "unanswerable": unanswerable, "cannot_determine": CANNOT_DETERMINE["zh"],
+                                 "evidence": QA_EVIDENCE, "traces": TRACES, "target_chars": 20,
+                                 "feedback": [{"round": 1, "kinds": ["key_longest", "key_central"],
+                                               "reason": "太长。", "blind_correct": True, "unsupported": "C"}]},
+        "distractors_validate.j2": {**QUESTION, "choices": CHOICES},
+        "distractors_verify.j2": {**QUESTION, "choices": CHOICES, "correct": "B", "unanswerable": unanswerable,
+                                  "evidence": QA_EVIDENCE, "traces": TRACES},
+        "filter_sufficiency.j2": {**QUESTION, "question_type": question_type, "answer": "我更愿意先听。",
+                                  "unanswerable": unanswerable, "evidence": QA_EVIDENCE, "traces": TRACES},
+        "filter_blind.j2": {**QUESTION, "choices": CHOICES},
+        "filter_single_trace.j2": {**QUESTION, "choices": CHOICES, "traces": TRACES},
+        "filter_inference.j2": {**QUESTION, "answer": "我更愿意先听。", "evidence": QA_EVIDENCE},
+        "eval_answer_free.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES},
+        "eval_answer_choice.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES, "choices": CHOICES},
+        "eval_judge_memory.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES, "answer": "我更愿意先听。",
+                                 "statements": ["周会上她让每个人先说自己的困难。"]},
+        "eval_judge_consistency.j2": {"question": QUESTION["question"], "name": "林晓梅", "answer": "我更愿意先听。",
+                                      "statements": ["周会上她让每个人先说自己的困难。"], "prediction": "我先听大家说。"},
+        "llm_repair.j2": {"error": "字段缺失"},
+        "translate_trace.j2": {"name": "林晓梅", "names": ["林晓梅", "周建国"], "source_language": "en",
+                               "medium": "diary", "content": "今天的周会比我想的顺利。"},
+        "translate_item.j2": {"name": "林晓梅", "names": ["林晓梅", "周建国"], "source_language": "en",
+                              "question": "周会后你对带团队的看法有什么变化？", "answer": "我更愿意先听。",
+                              "choices": CHOICES, "evidence": ["周会上她让每个人先说自己的困难。"]},
+    }.get(name)
+
+
+def templates() -> list[str]:
+    return sorted(p.name for p in Path(prompts_dir()).glob("*.j2")
+                  if not p.name.startswith("_") and p.name not in LANGUAGE_FREE)
+
+
+def renders(name: str) -> list[str]:
+    generation = _generation(name)
+    if generation is not None:
+        values = [{"persona": PERSONA, **generation} if name != "persona_enrich.j2" else generation]
+    else:
+        values = [v for t in QUESTION_TYPES if (v := _qa(name, t)) is not None]
+        values = values[:1] if values and all(v == values[0] for v in values) else values
+    assert values, f"prompts/{name}: no scripted variables in this test — add them so its zh render is checked"
+    return ["\n".join(m["content"] for m in render(name, language="zh", **v)) for v in values]
+
+
+def leftovers(text: str) -> set[str]:
+    names = {PERSONA["name"], *(r["name"] for r in PERSONA["relations"])}
+    beside = set(BESIDE_LABEL.findall(text))
+    return {w for w in WORD.findall(text) if w not in FIELD_NAMES and w not in beside and w not in names}
+
+
+@pytest.mark.parametrize("name", templates())
+def test_a_chinese_prompt_has_no_english_leftovers(name):
+    for text in renders(name):
+        assert not leftovers(text), f"prompts/{name}: English words in the zh render: {sorted(leftovers(text))}"
+        assert "。。" not in text, f"prompts/{name}: a doubled full stop"
+        assert "他/她" not in text, f"prompts/{name}: the generic 他/她 although the persona's gender is known"
+        assert not re.search(r"取 (\d+) 到 \1\b", text), f"prompts/{name}: a range whose ends are equal"
+
+
+def test_the_check_catches_what_it_is_for():
+    # The detector itself: a raw id, an English gloss and a doubled stop are caught; an id beside its label is not.
+    assert leftovers("维度：experience") == {"experience"}
+    assert leftovers("标准记忆（ground-truth memory）") == {"ground", "truth", "memory"}
+    assert leftovers("可选：日记（diary）、邮件（email）；medium 填括号里的名称") == set()
+    assert sentence("销售总监。", "zh") == "销售总监。" and sentence("销售总监", "zh") == "销售总监。"
+
+
+def test_labels_show_native_names_and_keep_unknown_ids():
+    assert label("experience", "dimension", "zh") == "经历"
+    assert label("comparison", "question_type", "zh") == "比较"
+    assert label("voice_memo_transcript", "medium", "zh") == "语音转文字"
+    assert label("experience", "dimension", "en") == "experience"  # English prompts show the id
+    assert label("brand_new_medium", "medium", "zh") == "brand_new_medium"
+    text = renders("qa_plan.j2")[0]
+    assert "维度：经历" in text and "题型：比较" not in text and "题型：单点事实" in text
+    assert "林晓梅，38 岁，女，杭州一家茶叶公司的销售总监。\n" in text
+
+
+def test_the_pronoun_follows_the_gender_and_equal_ends_say_one_number():
+    text = renders("phases_generate.j2")[0]
+    assert "跟踪她的内在状态" in text and "取 7（" in text
+    male = render("phases_init.j2", language="zh", persona={**PERSONA, "gender": "男"}, arcs=ARCS,
+                  event=EVENT_VIEW)[0]["content"]
+    assert "跟踪他的内在状态" in male
+    wide = render("phases_generate.j2", language="zh", persona=PERSONA,
+                  **{**_generation("phases_generate.j2"), "high": 12})[1]["content"]
+    assert "取 7 到 12 之间的整数" in wide
