@@ -263,6 +263,27 @@ def test_qa_write_variables_show_only_the_chosen_evidence_and_needed_traces():
     assert planned["max_delay_days"] == 30 and planned["hours"] == qa.HOURS
 
 
+def test_the_qa_writer_sees_every_needed_trace_when_they_outnumber_the_cap():
+    # Six evidence items on six days, each with its own 400-character trace; the cap is 3 traces of 300 characters.
+    items = tuple(seg_item(n, n, (n,)) for n in range(1, 7))
+    segment = Segment(arc_id="arc1", window=SEGMENT.window, evidence=items, new_ids=frozenset({"e6"}))
+    pool = {t: trace(t, when, [e.evidence_id]).model_copy(update={"content": f"[{t}]" + "x" * 400})
+            for e in items for t, when in zip(e.trace_ids, e.trace_times, strict=True)}
+    section = SECTIONS.qa.model_copy(update={"max_prompt_traces": 3, "trace_chars": 300})
+    answer = qa.plan_model(6, 30).model_validate({**plan_answer().model_dump(), "evidence": [1, 2, 3, 4, 5, 6]})
+    plan = qa.build_plan(answer, "trajectory", segment)
+    needed = qa.needed_traces(segment, plan.evidence)
+    variables = qa.write_variables({"persona": "P", "arcs": []}, "ARC", segment, plan, needed,
+                                   dt.datetime(2022, 3, 8, 8), pool, section, 280)
+    shown = variables["traces"]
+    assert [t["time"][:10] for t in shown] == [f"2022-03-0{n}" for n in range(1, 7)], "no needed trace is dropped"
+    assert shown[-1]["content"].startswith("[t6_6]"), "the trace with the newest evidence is shown"
+    assert all(len(t["content"]) == 150 for t in shown), "each is shortened to share the 3 × 300 budget"
+    within = qa.write_variables({"persona": "P", "arcs": []}, "ARC", segment, plan,
+                                {k: needed[k] for k in ("e1", "e2")}, dt.datetime(2022, 3, 8, 8), pool, section, 280)
+    assert [len(t["content"]) for t in within["traces"]] == [300, 300], "under the cap: full excerpts"
+
+
 def test_build_qa_grounds_the_item_and_asks_it_at_the_planned_time():
     plan = qa.build_plan(plan_answer(), "causal", SEGMENT)
     needed = qa.needed_traces(SEGMENT, plan.evidence)

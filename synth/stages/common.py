@@ -62,12 +62,19 @@ def event_view(event: MajorEvent, arcs: list[LifeArc]) -> dict:
 
 
 def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: QASettings | DistractorsSettings | FilterSettings) -> list[dict]:
+    """Every named trace as an excerpt: up to `max_prompt_traces` at `trace_chars` each; when more are needed, none is
+    dropped — each is shortened so that the total stays within max_prompt_traces × trace_chars (a question whose
+    evidence spans many traces loses detail per trace, never the trace carrying its newest evidence)."""
     limit, chars = section.max_prompt_traces, section.trace_chars
+    unique = list(dict.fromkeys(ids))
+    if limit == 0 or not unique:
+        return []
+    each = chars if len(unique) <= limit else max(1, limit * chars // len(unique))
     out = []
-    for trace_id in list(dict.fromkeys(ids))[:limit]:
+    for trace_id in unique:
         trace = traces[trace_id]
         out.append({"medium": trace.medium, "time": trace.time.isoformat(timespec="minutes"),
-                    "content": trace.content[:chars]})
+                    "content": trace.content[:each]})
     return out
 
 
