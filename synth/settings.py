@@ -86,6 +86,8 @@ class DistractorsSettings(Section):
 class FilterSettings(Section):
     length_ratio: float = Field(gt=0)
     dedup_threshold: float = Field(ge=0, le=1)
+    cross_type_evidence_jaccard: float = Field(ge=0, le=1)
+    cross_type_answer_overlap: float = Field(ge=0, le=1)
     blind_samples: int = Field(ge=1, le=8)
     blind_unanswerable: bool
     centrality_margin: float = Field(ge=0, le=1)

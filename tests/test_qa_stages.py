@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -204,7 +205,8 @@ def test_qa_plan_schema_constrains_evidence_to_the_segment(world):
     plans = [r for r in world.fake.seen if r.task == "qa_plan"]
     assert plans
     for request in plans:
-        shown = request.messages[-1]["content"].count("Statement ")
+        # evidence lines ("[n] date · kind · media: statement"), not the statements quoted by earlier plans
+        shown = sum(1 for line in request.messages[-1]["content"].splitlines() if re.match(r"\[\d+\] ", line))
         enum = request.json_schema["properties"]["evidence"]["items"]["enum"]
         assert enum == list(range(1, shown + 1))
         assert request.json_schema["properties"]["evidence"]["minItems"] == 1
@@ -506,3 +508,23 @@ def test_arrange_keeps_the_answer_at_its_seeded_slot_in_chinese_too():
     assert choices[4].text == CANNOT_DETERMINE["zh"]
     assert choices[2].text == "答案" and correct == "C"
     assert [c.text for c in choices[:4] if c.text != "答案"] == ["甲乙", "乙", "丁"]  # the longest one is spare
+
+
+def test_a_later_type_plans_knowing_what_earlier_types_planned_on_the_same_arc(world):
+    world.config["qa"].update(types=["factual", "causal"], plans_per_type=3, target_per_type=3)
+    first = json.dumps({"feasible": True, "evidence": [1], "temporal_scope": "s", "outline": "FIRST-OUTLINE",
+                        "absent_topic": "", "ask_after_days": 0, "ask_hour": 12})
+    world.fake.script = [first] * 3  # the three factual plans (the first round); the rest is the schema-driven fake
+    world.run(qa_stage)
+    plans = [r for r in world.fake.seen if r.task == "qa_plan"]
+    factual, causal = plans[:3], plans[3:]
+    assert all("factual question" in r.messages[-1]["content"] or "Single-point" in r.messages[-1]["content"]
+               for r in factual)
+    assert not any("already planned" in r.messages[-1]["content"] for r in factual), "the first type plans blind"
+    shown = [r for r in causal if "- a factual question: FIRST-OUTLINE (evidence: " in r.messages[-1]["content"]]
+    assert shown, "a causal planner on an arc with a factual plan over shared evidence sees its outline"
+    arcs_planned = {r.messages[-1]["content"].split("Life arc: ")[1].split("\n")[0] for r in factual}
+    for request in causal:
+        arc = request.messages[-1]["content"].split("Life arc: ")[1].split("\n")[0]
+        if arc not in arcs_planned:
+            assert "already planned" not in request.messages[-1]["content"], "another arc's plans stay out"

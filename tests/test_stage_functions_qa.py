@@ -431,7 +431,7 @@ def test_item_problems_name_every_filter_in_order_and_format_alone_for_a_malform
     item = mcq()
     names = [name for name, _ in filter.item_problems(item, checked(item), "", "", DISTRACTOR_TRACES,
                                                          SECTIONS.filter)]
-    assert names == [n for n in filter.FILTERS if n != "duplicate"]
+    assert names == [n for n in filter.FILTERS if n not in ("duplicate", "cross_type_duplicate")]
     assert filter.item_problems(item, None, "an empty option", "", {}, SECTIONS.filter) == [
         ("format", "an empty option")]
     found = dict(filter.item_problems(item, checked(item, supported=False, choice="B"), "", "a reviewer said no",
@@ -446,14 +446,50 @@ def test_decide_names_the_first_failure_and_judges_duplicates_against_kept_items
     checks = {i.id: checked(i) for i in (first, again)}
     ok = filter.item_problems(first, checks[first.id], "", "", DISTRACTOR_TRACES, SECTIONS.filter)
     problems = {first.id: ok, again.id: ok, bad.id: [("format", "an empty option")]}
-    final, rejected = filter.decide([first, again, bad], checks, problems, 0.85)
+    final, rejected = filter.decide([first, again, bad], checks, problems, SECTIONS.filter)
     assert [i.id for i in final] == [first.id]
     assert [(r.id, r.filter) for r in rejected] == [(again.id, "duplicate"), (bad.id, "format")]
     assert [v.filter for v in final[0].verdicts] == list(filter.FILTERS)
     assert (final[0].blind_choice, final[0].blind_confidence) == ("A", 0.9)
     assert (rejected[1].blind_choice, rejected[1].blind_confidence) == ("", 0.0)  # never checked
     assert final[0].blind_votes == ["A", "A"]
-    assert problems[first.id] == ok and len(ok) == len(filter.FILTERS) - 1  # decide does not change its lists
+    assert problems[first.id] == ok and len(ok) == len(filter.FILTERS) - 2  # decide does not change its lists
+
+
+def with_evidence(item: MCQ, evidence_ids: list[str], answer: str) -> MCQ:
+    refs = [EvidenceRef(statement=f"statement {e}", evidence_id=e, digital_trace_ids=["t_early"]) for e in evidence_ids]
+    return item.model_copy(update={"evidence": refs, "answer": answer})
+
+
+def test_cross_type_duplicates_keep_the_rarer_type_and_are_reported():
+    answer = "I stopped drinking at client dinners and sales went up anyway"
+    comparison = with_evidence(mcq(0, "comparison", "How did dinners with clients differ?"), ["e1", "e2", "e3"],
+                               answer)
+    trajectory = with_evidence(mcq(1, "trajectory", "How did your view of drinking evolve?"), ["e1", "e2", "e3"],
+                               answer + " later")
+    other_trajectory = with_evidence(mcq(2, "trajectory", "How did the team change over the year?"),
+                                     ["e7", "e8"], "The team grew from three people to nine")
+    # the same evidence, a different answer: another angle on one memory, kept
+    counterfactual = with_evidence(mcq(3, "counterfactual", "What if you had kept drinking?"), ["e1", "e2", "e3"],
+                                   "My health would be worse and my wife would still be worried")
+    items = [trajectory, comparison, other_trajectory, counterfactual]
+    checks = {i.id: checked(i) for i in items}
+    passing = filter.item_problems(mcq(), checked(mcq()), "", "", DISTRACTOR_TRACES, SECTIONS.filter)
+    assert not any(reason for _, reason in passing)
+    final, rejected = filter.decide(items, checks, {i.id: passing for i in items}, SECTIONS.filter)
+    assert sorted(i.id for i in final) == ["i0", "i2", "i3"], "the comparison (1 item) wins over a trajectory (2)"
+    assert [(r.id, r.filter) for r in rejected] == [("i1", "cross_type_duplicate")]
+    assert "i0 (comparison, the rarer type)" in rejected[0].reason and "evidence Jaccard 1.00" in rejected[0].reason
+    assert filter.report(items, final, rejected)["cross_type_duplicates"] == 1
+    # thresholds are the config's: evidence sets sharing 2 of 4 ids (Jaccard 0.5) stay below 0.7
+    half = with_evidence(trajectory, ["e1", "e2", "e9"], answer)
+    assert filter.cross_type_duplicates([comparison, half], 0.7, 0.5) == {}
+    assert set(filter.cross_type_duplicates([comparison, half], 0.5, 0.5)) == {"i1"}  # a tie: the earlier stays
+    # Chinese answers compare by character bigrams
+    zh_a = with_evidence(mcq(4, "causal"), ["e1", "e2"], "因为陪客户喝酒伤了身体，我开始少喝，生意也没受影响")
+    zh_b = with_evidence(mcq(5, "counterfactual"), ["e1", "e2"], "因为陪客户喝酒伤了身体，我开始少喝，生意也没受影响。")
+    zh_c = with_evidence(mcq(6, "inference"), ["e1", "e2"], "她和父亲的关系缓和了")
+    assert set(filter.cross_type_duplicates([zh_a, zh_b, zh_c], 0.7, 0.5)) == {"i5"}
 
 
 def test_human_verdicts_a_later_verdict_wins(tmp_path):

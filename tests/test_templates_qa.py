@@ -31,7 +31,7 @@ def variables(template: str, persona: Persona, arcs: list[LifeArc], language: st
     common = {"persona": persona, "arcs": arcs, "question_type": question_type}
     return {
         "qa_plan.j2": {**common, "arc": arcs[0], "window_start": "2022-01-01", "window_end": "2022-03-01",
-                       "evidence": evidence, "max_delay_days": 23, "hours": (7, 22)},
+                       "evidence": evidence, "max_delay_days": 23, "hours": (7, 22), "planned": []},
         "qa_write.j2": {**common, "arc": arcs[0], "window_start": "2022-01-01", "window_end": "2022-03-01",
                         "evidence": evidence, "traces": traces, "temporal_scope": "SCOPE", "outline": "OUTLINE",
                         "absent_topic": "ABSENT-TOPIC", "question_time": "2022-02-03T19:00",

@@ -21,6 +21,7 @@ from synth.stages.common import RelatedTraces, trace_excerpts
 from synth.stages.filter_checks import (  # noqa: F401  (re-exported: tests and review import them from here)
     MULTI_POINT,
     centrality_problem,
+    cross_type_duplicates,
     dated_question_problem,
     duplicate_problem,
     format_problem,
@@ -39,7 +40,7 @@ from synth.stats import (
 
 # The order in which filters are named; an item's rejection names the first that failed.
 FILTERS = ("format", "dated_question", "multi_point_span", "single_answer", "sufficiency", "single_point", "blind",
-           "length", "centrality", "temporal", "duplicate", "human_review")
+           "length", "centrality", "temporal", "duplicate", "cross_type_duplicate", "human_review")
 REVIEW_FILE = "review_verdicts.jsonl"  # written by `synth review --import`; human rejections survive a re-run
 
 
@@ -264,15 +265,20 @@ def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review
 
 
 def decide(items: list[MCQ], checks: dict[str, Checked], problems: dict[str, list[tuple[str, str]]],
-           threshold: float) -> tuple[list[FinalItem], list[Rejected]]:
-    """Apply every filter in order; near-duplicates are judged against the items kept so far (first one wins)."""
+           section: FilterSettings) -> tuple[list[FinalItem], list[Rejected]]:
+    """Apply every filter in order; near-duplicate questions are judged against the items kept so far (first one
+    wins); cross-type duplicates among the items every other filter passed (the rarer type wins)."""
     final: list[FinalItem] = []
     rejected: list[Rejected] = []
+    clean = [item for item in items if not any(reason for _, reason in problems[item.id])]
+    cross = cross_type_duplicates(clean, section.cross_type_evidence_jaccard, section.cross_type_answer_overlap)
     for item in items:
         checked = checks.get(item.id)
         found = list(problems[item.id])
         if not any(reason for _, reason in found):
-            found.insert(FILTERS.index("duplicate"), ("duplicate", duplicate_problem(item, final, threshold)))
+            at = FILTERS.index("duplicate")
+            found[at:at] = [("duplicate", duplicate_problem(item, final, section.dedup_threshold)),
+                            ("cross_type_duplicate", cross.get(item.id, ""))]
         verdicts = [FilterVerdict(filter=name, passed=not reason, reason=reason) for name, reason in found]
         votes = blind_votes(item, checked) if checked else []
         record = FinalItem(**item.model_dump(), blind_choice=checked.blind_votes[0] if checked else "",
@@ -305,7 +311,7 @@ async def run(ctx: StageContext) -> dict[str, list]:
     decidable = [i for i in items if formats[i.id] or i.id in checks]
     problems = {i.id: item_problems(i, checks.get(i.id), formats[i.id], reviewed.get(i.id, ""), judge.traces,
                                     section) for i in decidable}
-    final, rejected = decide(decidable, checks, problems, section.dedup_threshold)
+    final, rejected = decide(decidable, checks, problems, section)
     write_json_atomic(ctx.dir / "filter_report.json", report(items, final, rejected))
     return {"final.jsonl": final, "rejected.jsonl": rejected}
 
@@ -317,6 +323,7 @@ def report(items: list[MCQ], final: list[FinalItem], rejected: list[Rejected]) -
         by_filter[r.filter] = by_filter.get(r.filter, 0) + 1
     return {
         "items": len(items), "kept": len(final), "rejected": len(rejected), "rejected_by_filter": by_filter,
+        "cross_type_duplicates": by_filter.get("cross_type_duplicate", 0),
         **blind_accuracy([*final, *rejected]),
         "final": bias_report(final),
         "before_filtering": bias_report(items),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections import Counter
 
 from synth import rules
 from synth.models import MCQ, Trace
@@ -77,6 +78,44 @@ def duplicate_problem(item: MCQ, kept: list[MCQ], threshold: float) -> str:
         if score >= threshold:
             return f"near-duplicate of {other.id} (similarity {score:.2f} ≥ {threshold:g})"
     return ""
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def answer_overlap(a: str, b: str) -> float:
+    """Jaccard overlap of two answers' words (Chinese: character bigrams, as the option-centrality measure)."""
+    return _jaccard(rules.option_words(a), rules.option_words(b))
+
+
+def cross_type_duplicates(items: list[MCQ], evidence_min: float, answer_min: float) -> dict[str, str]:
+    """Items of different types that rest on (nearly) the same evidence and give (nearly) the same answer — a
+    comparison and a trajectory item over one arc and window, a causal and a counterfactual one — test one memory
+    twice. Of each such pair the item of the type with fewer items is kept (on a tie, the earlier one); the others
+    map to their reason."""
+    per_type = Counter(item.question_type for item in items)
+    evidence = {item.id: {ref.evidence_id for ref in item.evidence} for item in items}
+    dropped: dict[str, str] = {}
+    for n, first in enumerate(items):
+        if first.id in dropped:
+            continue
+        for second in items[n + 1:]:
+            if second.id in dropped or second.question_type == first.question_type:
+                continue
+            shared = _jaccard(evidence[first.id], evidence[second.id])
+            if shared < evidence_min:
+                continue
+            alike = answer_overlap(first.answer, second.answer)
+            if alike < answer_min:
+                continue
+            keep, drop = ((first, second) if per_type[first.question_type] <= per_type[second.question_type]
+                          else (second, first))
+            dropped[drop.id] = (f"tests the same memory as {keep.id} ({keep.question_type}, the rarer type): evidence "
+                                f"Jaccard {shared:.2f} ≥ {evidence_min:g}, answer overlap {alike:.2f} ≥ {answer_min:g}")
+            if drop is first:
+                break
+    return dropped
 
 
 def single_answer_problem(item: MCQ) -> str:

@@ -154,9 +154,20 @@ def segment_variables(common: dict, arc: LifeArc, segment: Segment, question_typ
 
 
 def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str,
-                   traces: dict[str, Trace], max_delay_days: int) -> dict:
+                   traces: dict[str, Trace], max_delay_days: int, planned: Sequence[dict] = ()) -> dict:
+    """`planned`: the feasible plans of earlier types on this arc (`planned_outline`); the planner sees those that
+    share evidence with this segment, so it picks other evidence or another angle instead of a twin item."""
+    here = {e.evidence_id for e in segment.evidence}
+    overlapping = [p for p in planned if here & set(p["evidence_ids"])]
     return {**segment_variables(common, arc, segment, question_type), "evidence": _entries(segment, None, traces),
-            "max_delay_days": max_delay_days, "hours": HOURS}
+            "max_delay_days": max_delay_days, "hours": HOURS, "planned": overlapping}
+
+
+def planned_outline(plan: Plan, segment: Segment) -> dict:
+    """A feasible plan as later planners of the same arc see it: its type, outline and evidence statements."""
+    chosen = [segment.evidence[i - 1] for i in plan.evidence]
+    return {"question_type": plan.question_type, "outline": plan.outline,
+            "evidence_ids": [e.evidence_id for e in chosen], "statements": [e.statement for e in chosen]}
 
 
 def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen: list[int]) -> str:
@@ -269,10 +280,10 @@ class Planner:
         )
         self.common = {"persona": self.persona, "arcs": ctx.arcs}
 
-    async def plan(self, question_type: str, segment: Segment) -> Records:
+    async def plan(self, question_type: str, segment: Segment, planned: Sequence[dict] = ()) -> Records:
         delay = self.section.max_question_delay_days
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
-                                   delay)
+                                   delay, planned)
         answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay))
         return {"plans": [build_plan(answer, question_type, segment)]}
 
@@ -298,9 +309,20 @@ async def run(ctx: StageContext) -> dict[str, list]:
     planner = Planner(ctx)
     types = [t for t in ctx.section.types if t in MIN_EVIDENCE]
     picks = candidates(planner.segments, types, ctx.section.plans_per_type)
-    await ctx.units([(plan_key(t, s), partial(planner.plan, t, s)) for t, s in picks])
-    plans = {plan_key(t, s): found[0] for t, s in picks
-             if (found := ctx.done_records(plan_key(t, s), "plans", Plan))}
+    # One type at a time (its segments concurrently): a type's planner sees what the earlier types planned on the
+    # same arc, so two types do not build the same item from the same evidence. Deterministic and resumable: the
+    # earlier plans come from the journal.
+    plans: dict[str, Plan] = {}
+    planned: dict[str, list[dict]] = {}
+    for question_type in types:
+        round_picks = [(t, s) for t, s in picks if t == question_type]
+        await ctx.units([(plan_key(t, s), partial(planner.plan, t, s, tuple(planned.get(s.arc_id, ()))))
+                         for t, s in round_picks])
+        for t, s in round_picks:
+            if found := ctx.done_records(plan_key(t, s), "plans", Plan):
+                plans[plan_key(t, s)] = found[0]
+                if found[0].feasible:
+                    planned.setdefault(s.arc_id, []).append(planned_outline(found[0], s))
     chosen = choose_plans(picks, plans, ctx.section.target_per_type)
     await ctx.units([(write_key(p, s), partial(planner.write, p, s)) for p, s in chosen])
     return {"qa.jsonl": [qa for p, s in chosen for qa in ctx.done_records(write_key(p, s), "qa.jsonl", QA) or []]}
