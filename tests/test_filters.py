@@ -229,6 +229,8 @@ class Judges:
         question = next(q for q in self.correct if q in prompt)
         if request.task == "filter_sufficiency":
             reply = {"supported": "UNSUPPORTED" not in question, "reason": "checked"}
+        elif request.task == "filter_inference":  # LOOKUP: the second statement states the answer outright
+            reply = {"states_answer": [2] if "LOOKUP" in question else [], "reason": "statement 2 says it"}
         elif request.task == "filter_single_trace":  # ONE-TRACE: any one of its traces gives the key away
             shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCDE"}}
             right = next(c for c, text in shown.items() if text == self.correct[question])
@@ -339,3 +341,39 @@ def test_one_trace_that_gives_the_key_away_makes_a_single_point_item(parts):
     wrong = hit.model_copy(update={"choice": "A"})
     assert filter_stage.single_point_problem(item, base.model_copy(update={"single_trace": [wrong]}), 0.8) == ""
     assert filter_stage.single_trace_ids(make_item(list(traces.values()), evidence[0], question_type="factual"), 2) == []
+
+
+def inference_item(traces: list[Trace], evidence: list[Evidence], number: int, question: str) -> MCQ:
+    item = make_item(traces, evidence[0], number=number, question_type="inference", question=question)
+    refs = [EvidenceRef(statement=e.statement, evidence_id=e.id,
+                        digital_trace_ids=[t.id for t in traces if e.id in t.evidence_ids]) for e in evidence]
+    return item.model_copy(update={"evidence": refs,
+                                   "digital_trace_ids": sorted({t for r in refs for t in r.digital_trace_ids})})
+
+
+def test_an_inference_item_needs_two_statements_none_stating_its_answer(tmp_path):
+    probe = World(tmp_path / "probe")
+    traces = list(probe.traces().values())
+    ev = probe.read("evidence.jsonl", Evidence)
+    items = [inference_item(traces, ev[0:2], 0, "What does the way you talk now say about you, Lin?"),
+             inference_item(traces, ev[2:4], 1, "LOOKUP: what do you believe about work dinners now?"),
+             inference_item(traces, ev[4:5], 2, "What does that week tell you about yourself, Lin?")]
+    judges = Judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
+    world = World(tmp_path / "out", provider=judges)
+    from synth.jsonl import write_atomic
+
+    write_atomic(world.dir / "mcq.jsonl", items)
+    world.run(filter_stage)
+    rejected = {r.id: r for r in world.read("rejected.jsonl", Rejected)}
+    assert [i.id for i in world.read("final.jsonl", FinalItem)] == [items[0].id]
+    assert {k: r.filter for k, r in rejected.items()} == {items[1].id: "inference_grounding",
+                                                         items[2].id: "inference_grounding"}
+    assert rejected[items[1].id].reason.startswith(f"evidence {ev[3].id} states the answer outright")
+    assert rejected[items[2].id].reason == "an inference item rests on 1 statement(s); it needs two or more"
+    asked = [r for r in judges.seen if r.task == "filter_inference"]
+    assert len(asked) == 2, "the one-statement item is rejected without a model call"
+    assert all(r.json_schema["properties"]["states_answer"]["items"]["enum"] == [1, 2] for r in asked)
+    assert ev[0].statement in next(r.messages[-1]["content"] for r in asked if items[0].question in
+                                   r.messages[-1]["content"])
+    report = json.loads((world.dir / "filter_report.json").read_text())
+    assert report["rejected_by_filter"]["inference_grounding"] == 2

@@ -100,7 +100,7 @@ def _qa(name: str, question_type: str) -> dict | None:
     return {
         "qa_plan.j2": {**common, **window, "max_delay_days": 23, "hours": (7, 22),
                        "planned": [{"question_type": "comparison", "outline": "周会前后的对比。",
-                                    "evidence": [1, 2]}]},
+                                    "evidence_ids": ["v0"], "statements": ["周会上她让每个人先说自己的困难。"]}]},
         "qa_write.j2": {**common, **window, "traces": TRACES, "temporal_scope": "二月上旬。", "outline": "她的变化。",
                         "absent_topic": "奖金数额", "question_time": "2023-02-08T20:00", "max_answer_chars": 120},
         "distractors_write.j2": {**common, **QUESTION, "dimension": "opinion", "answer": "我更愿意先听。",

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from synth import rules
 from synth.jsonl import write_json_atomic
@@ -39,8 +39,8 @@ from synth.stats import (
 )
 
 # The order in which filters are named; an item's rejection names the first that failed.
-FILTERS = ("format", "dated_question", "multi_point_span", "single_answer", "sufficiency", "single_point", "blind",
-           "length", "centrality", "temporal", "duplicate", "cross_type_duplicate", "human_review")
+FILTERS = ("format", "dated_question", "multi_point_span", "single_answer", "sufficiency", "single_point",
+           "inference_grounding", "blind", "length", "centrality", "temporal", "duplicate", "cross_type_duplicate", "human_review")
 REVIEW_FILE = "review_verdicts.jsonl"  # written by `synth review --import`; human rejections survive a re-run
 
 
@@ -63,6 +63,12 @@ class SingleTrace(BaseModel):
     confidence: float
 
 
+def inference_model(count: int) -> type[BaseModel]:
+    """The inference judge's answer: which of the `count` numbered statements state the answer outright."""
+    return create_model("InferenceGrounding", states_answer=(list[Literal[tuple(range(1, count + 1))]], ...),
+                        reason=(str, ...))
+
+
 class Checked(BaseModel):
     """A check unit's record (journaled, not written out): the model judgements of one item."""
 
@@ -73,6 +79,8 @@ class Checked(BaseModel):
     blind_confidence: float  # the first sample's
     blind_reason: str
     single_trace: list[SingleTrace] = []  # multi-point items: what a judge picked from each needed trace alone
+    stating: list[str] = []  # inference items: the evidence ids the judge found stating the answer outright
+    stating_reason: str = ""
 
 
 
@@ -148,11 +156,40 @@ def blind_variables(item: MCQ, sample: int = 0) -> dict:
 
 
 def build_checked(item: MCQ, support: Sufficiency, blinds: list[Blind],
-                  singles: list[tuple[str, Blind]] = ()) -> Checked:
+                  singles: list[tuple[str, Blind]] = (), grounding: BaseModel | None = None) -> Checked:
     votes = [blind_choices(item, k)[1].get(b.choice, b.choice) for k, b in enumerate(blinds)]
+    refs = inference_statements(item)
+    stating = [refs[n - 1].evidence_id for n in sorted(set(grounding.states_answer))] if grounding else []
     return Checked(id=item.id, supported=support.supported, support_reason=support.reason, blind_votes=votes,
                    blind_confidence=blinds[0].confidence, blind_reason=blinds[0].reason,
-                   single_trace=[SingleTrace(trace_id=t, choice=b.choice, confidence=b.confidence) for t, b in singles])
+                   single_trace=[SingleTrace(trace_id=t, choice=b.choice, confidence=b.confidence) for t, b in singles],
+                   stating=stating, stating_reason=grounding.reason if grounding else "")
+
+
+def inference_statements(item: MCQ) -> list:
+    """The evidence an inference item rests on (one per evidence id), as its judge numbers them; [] otherwise."""
+    if item.question_type != "inference":
+        return []
+    return list({ref.evidence_id: ref for ref in item.evidence}.values())
+
+
+def inference_variables(item: MCQ) -> dict:
+    return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
+            "answer": item.answer, "evidence": [{"statement": r.statement} for r in inference_statements(item)]}
+
+
+def inference_problem(item: MCQ, checked: Checked) -> str:
+    """An inference item rests on two or more statements, none of which states its answer (else it is a lookup).
+    The count is model-free; which statements state the answer is the inference judge's verdict."""
+    if item.question_type != "inference":
+        return ""
+    count = len(inference_statements(item))
+    if count < 2:
+        return f"an inference item rests on {count} statement(s); it needs two or more"
+    if checked.stating:
+        return (f"evidence {', '.join(checked.stating)} states the answer outright, so the item is a lookup: "
+                f"{checked.stating_reason}")
+    return ""
 
 
 class Judge:
@@ -189,14 +226,21 @@ class Judge:
         return await self.ctx.ask("filter_blind", "filter_blind.j2", blind_variables(item, sample), Blind,
                                   sample=sample)
 
+    async def grounding(self, item: MCQ) -> BaseModel | None:
+        count = len(inference_statements(item))
+        if count < 2:  # no inference item, or one the model-free count already rejects: no call
+            return None
+        return await self.ctx.ask("filter_inference", "filter_inference.j2", inference_variables(item),
+                                  inference_model(count))
+
     async def check(self, item: MCQ) -> Records:
         # Independent judgements: ask them all at once (one level off the stage's critical path).
         singles = single_trace_ids(item, self.section.single_trace_max)
-        support, *rest = await asyncio.gather(self.sufficiency(item), *(
+        support, grounding, *rest = await asyncio.gather(self.sufficiency(item), self.grounding(item), *(
             self.blind(item, k) for k in range(self.section.blind_samples)), *(
             self.single_trace(item, t) for t in singles))
         blinds, answered = rest[:self.section.blind_samples], rest[self.section.blind_samples:]
-        return {"checks": [build_checked(item, support, blinds, answered)]}
+        return {"checks": [build_checked(item, support, blinds, answered, grounding)]}
 
 
 def support_problem(checked: Checked) -> str:
@@ -257,6 +301,7 @@ def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review
         ("multi_point_span", span_problem(item, traces, section.min_span_days)),
         ("single_answer", single_answer_problem(item)), ("sufficiency", support_problem(checked)),
         ("single_point", single_point_problem(item, checked, section.single_trace_confidence)),
+        ("inference_grounding", inference_problem(item, checked)),
         ("blind", blind_problem(item, checked, section.blind_unanswerable)),
         ("length", length_problem(item, section.length_ratio)),
         ("centrality", centrality_problem(item, section.centrality_margin)),
@@ -334,9 +379,9 @@ STAGE = Stage(
     name="filter",
     reads=("persona.jsonl", "evidence.jsonl", "traces.jsonl", "mcq.jsonl"),
     writes=("final.jsonl", "rejected.jsonl"),
-    templates=("filter_sufficiency.j2", "filter_blind.j2", "filter_single_trace.j2"),
-    judges=("filter_sufficiency", "filter_blind", "filter_single_trace"),
-    tasks=("filter_sufficiency", "filter_blind", "filter_single_trace"),
+    templates=("filter_sufficiency.j2", "filter_blind.j2", "filter_single_trace.j2", "filter_inference.j2"),
+    judges=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference"),
+    tasks=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference"),
     body=run,
     help="Format, evidence sufficiency, blind test, option length, temporal leakage, near-duplicates, human review.",
 )
