@@ -37,6 +37,8 @@ Batch = Annotated[bool, typer.Option("--batch", help="Send independent requests 
 Preset = Annotated[Optional[str], typer.Option("--preset", help="tiny | small | clonemem (default: tiny with the local provider, else small).")]
 ConfigFile = Annotated[Optional[Path], typer.Option("--config", help="TOML overrides (stage settings, routes).")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the fake provider.")]
+Languages = Annotated[Optional[str], typer.Option(
+    "--languages", help="Release languages, e.g. en,zh: the structure once, traces and items in each.")]
 
 
 def first_error(group: BaseExceptionGroup) -> BaseException:
@@ -86,8 +88,21 @@ def _personas(paths: list[Path] | None) -> list[Path]:
     return paths or [Path("personas")]
 
 
+def _languages(value: str | None) -> list[str] | None:
+    """`--languages en,zh` → ["en", "zh"]; an unknown code is one line and exit 2."""
+    if value is None:
+        return None
+    from synth.llm.base import InputError
+
+    found = [part.strip() for part in value.split(",") if part.strip()]
+    unknown = [code for code in found if code not in ("en", "zh")]
+    if unknown or not found:
+        raise InputError(f"--languages: unknown language '{unknown[0] if unknown else value}' (choose from en, zh)")
+    return list(dict.fromkeys(found))
+
+
 def _run(names: list[str], *, out, personas, persona, preset, provider, model, base_url, concurrency, budget_usd,
-         max_tokens, config, force, seed, export: bool, batch: bool = False) -> None:
+         max_tokens, config, force, seed, export: bool, batch: bool = False, languages: str | None = None) -> None:
     from synth.llm.providers import provider_factory
     from synth.pipeline import DatasetLock, open_session, run_stages
     from synth.runner import preflight
@@ -97,6 +112,9 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
     # Everything cheap is checked before the lock and before any file is written: config, personas, the
     # provider/model pair and its key, the inputs and the templates.
     run, seeds = _resolve(target, personas, persona, preset, provider, model, base_url, config)
+    chosen = _languages(languages)
+    if chosen is not None:
+        run.config = conf.deep_merge(run.config, {"translate": {"languages": chosen}})
     name = run.provider
     if run.changes:
         _say_changes(target, run, seeds, names)
@@ -147,7 +165,7 @@ def _say_changes(target: Path, run, seeds, names: list[str]) -> None:
     route = conf.resolve_route(run.provider, run.model, run.base_url)
     stale: list[str] = []
     for seed in seeds:
-        statuses = persona_statuses(STAGES, seed, persona_dir(target, seed), conf.persona_config(run.config, seed.scale), route)
+        statuses = persona_statuses(STAGES, seed, persona_dir(target, seed), conf.persona_config(run.config, seed.scale, seed.languages), route)
         stale += [name for name, status in statuses.items() if status != "fresh" and name not in stale]
     err_console.print(
         f"[yellow]changed from {target / 'dataset.json'}:[/] {escape(', '.join(run.changes))}; "
@@ -160,10 +178,10 @@ def _stage_command(name: str, help_text: str):
     def command(out: Out = None, personas: Personas = None, persona: PersonaId = None, preset: Preset = None,
                 provider: Provider = None, model: Model = None, base_url: BaseUrl = None,
                 concurrency: Concurrency = None, budget_usd: BudgetUsd = None, max_tokens: MaxTokens = None,
-                config: ConfigFile = None, force: Force = False, seed: Seed = 0) -> None:
+                config: ConfigFile = None, force: Force = False, seed: Seed = 0, languages: Languages = None) -> None:
         _run([name], out=out, personas=personas, persona=persona, preset=preset, provider=provider, model=model,
              base_url=base_url, concurrency=concurrency, budget_usd=budget_usd, max_tokens=max_tokens,
-             config=config, force=force, seed=seed, export=False)
+             config=config, force=force, seed=seed, export=False, languages=languages)
 
     command.__doc__ = help_text
     command.__name__ = f"{name}_command"
@@ -179,6 +197,7 @@ _STAGE_HELP = {
     "qa": "qa.jsonl: sliding-window, two-step QA in 8 question types.",
     "distractors": "mcq.jsonl: multiple choice with distractor refinement.",
     "filter": "final.jsonl, rejected.jsonl: the quality filters.",
+    "translate": "translations.jsonl: traces and final items in each other release language (--languages en,zh).",
 }
 for _name, _help in _STAGE_HELP.items():
     app.command(_name, help=_help)(_stage_command(_name, _help))
@@ -190,7 +209,7 @@ def run_command(out: Out = None, personas: Personas = None, persona: PersonaId =
                 provider: Provider = None, model: Model = None, base_url: BaseUrl = None,
                 concurrency: Concurrency = None, budget_usd: BudgetUsd = None, max_tokens: MaxTokens = None,
                 config: ConfigFile = None, force: Force = False, dry_run: DryRun = False, batch: Batch = False,
-                seed: Seed = 0) -> None:
+                seed: Seed = 0, languages: Languages = None) -> None:
     """Run every stale stage (and what depends on it) in order, then export."""
     from synth.stages import STAGES
 
@@ -202,7 +221,7 @@ def run_command(out: Out = None, personas: Personas = None, persona: PersonaId =
         return
     _run(STAGES.order(), out=out, personas=personas, persona=persona, preset=preset, provider=provider, model=model,
          base_url=base_url, concurrency=concurrency, budget_usd=budget_usd, max_tokens=max_tokens, config=config,
-         force=force, seed=seed, export=True, batch=batch)
+         force=force, seed=seed, export=True, batch=batch, languages=languages)
 
 
 @app.command("status")
@@ -222,7 +241,7 @@ def status_command(out: Out = None, personas: Personas = None, persona: PersonaI
         table.add_column(col, justify="right" if col in ("records", "calls", "cached", "tokens", "cost $") else "left")
     colours = {"fresh": "green", "stale": "yellow", "missing": "dim", "failed": "red"}
     for seed in seeds:
-        cfg = conf.persona_config(run.config, seed.scale)
+        cfg = conf.persona_config(run.config, seed.scale, seed.languages)
         directory = persona_dir(target, seed)
         for stage_name, status in persona_statuses(STAGES, seed, directory, cfg, route).items():
             m = load_manifest(directory, stage_name)

@@ -65,9 +65,12 @@ def preset_config(preset: str, user_config: Path | None = None) -> dict:
     return merged
 
 
-def persona_config(config: dict, scale: str) -> dict:
-    """Apply the preset's per-scale overrides for one persona."""
+def persona_config(config: dict, scale: str, languages: list[str] | tuple[str, ...] = ()) -> dict:
+    """Apply the preset's per-scale overrides for one persona, and its file's release `languages` when the config
+    names none ([translate] languages, or --languages, wins)."""
     scaled = deep_merge({k: v for k, v in config.items() if k != "_scale"}, config.get("_scale", {}).get(scale, {}))
+    if languages and "translate" in scaled and not scaled["translate"].get("languages"):
+        scaled["translate"] = {**scaled["translate"], "languages": list(languages)}
     return scaled
 
 

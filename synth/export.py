@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from synth.jsonl import read_records, write_json_atomic
-from synth.models import FinalItem, Persona, Trace
+from synth.models import EvidenceRef, FinalItem, Persona, Trace, Translation
 from synth.stats import persona_dirs, trace_tokens
 
 SIZE_LIMIT = 300_000  # trace tokens below this go to the 100k folder, the rest to 500k
@@ -88,8 +88,28 @@ def build(persona: Persona, traces: list[Trace], items: list[FinalItem]) -> Clon
     return CloneMemFile(person_name=persona.name, person_id=persona.id, context=context, questions=questions)
 
 
-def export_path(out: Path, persona: Persona, tokens: int) -> Path:
-    return out / "export" / "clonemem" / size_bucket(tokens) / f"{persona.id}_benchmark_{persona.language}.json"
+def export_path(out: Path, persona: Persona, tokens: int, language: str | None = None) -> Path:
+    return (out / "export" / "clonemem" / size_bucket(tokens)
+            / f"{persona.id}_benchmark_{language or persona.language}.json")
+
+
+def translated(traces: list[Trace], items: list[FinalItem], translations: list[Translation],
+               language: str) -> tuple[list[Trace], list[FinalItem]] | None:
+    """The persona's traces and items in `language`, same ids, from translations.jsonl; None when any trace or
+    item lacks its translation (an unfinished translate stage exports nothing rather than a mixed file)."""
+    by_source = {t.source_id: t for t in translations if t.language == language}
+    if any(t.id not in by_source for t in traces) or any(i.id not in by_source for i in items):
+        return None
+    out_traces = [t.model_copy(update={"content": by_source[t.id].content}) for t in traces]
+    out_items = []
+    for item in items:
+        tr = by_source[item.id]
+        statements = {e.evidence_id: e.statement for e in tr.evidence}
+        evidence = [EvidenceRef(**{**e.model_dump(), "statement": statements.get(e.evidence_id, e.statement)})
+                    for e in item.evidence]
+        out_items.append(item.model_copy(update={"question": tr.question, "answer": tr.answer,
+                                                 "choices": tr.choices, "evidence": evidence}))
+    return out_traces, out_items
 
 
 def export_dataset(out: Path, seeds: Iterable | None = None) -> list[Path]:
@@ -103,13 +123,22 @@ def export_dataset(out: Path, seeds: Iterable | None = None) -> list[Path]:
         traces = read_records(directory / "traces.jsonl", Trace) if (directory / "traces.jsonl").is_file() else []
         items = read_records(directory / "final.jsonl", FinalItem)
         tokens = trace_tokens(traces)
-        path = export_path(out, persona, tokens)
-        # A persona that changed size bucket must not leave its old file behind.
-        for stale in (out / "export" / "clonemem").glob(f"*/{path.name}"):
-            if stale != path:
-                stale.unlink()
-        write_json_atomic(path, build(persona, traces, items).model_dump(mode="json"))
-        paths.append(path)
+        versions = {persona.language: (traces, items)}
+        if (directory / "translations.jsonl").is_file():
+            translations = read_records(directory / "translations.jsonl", Translation)
+            for language in sorted({t.language for t in translations} - {persona.language}):
+                found = translated(traces, items, translations, language)
+                if found is not None:
+                    versions[language] = found
+        for language, (lang_traces, lang_items) in versions.items():
+            # the size bucket is the source's: the two languages of one persona sit side by side
+            path = export_path(out, persona, tokens, language)
+            # A persona that changed size bucket must not leave its old file behind.
+            for stale in (out / "export" / "clonemem").glob(f"*/{path.name}"):
+                if stale != path:
+                    stale.unlink()
+            write_json_atomic(path, build(persona, lang_traces, lang_items).model_dump(mode="json"))
+            paths.append(path)
     return paths
 
 

@@ -219,6 +219,28 @@ class FinalItem(MCQ):
     verdicts: list[FilterVerdict] = []
 
 
+class TranslatedEvidence(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    evidence_id: str
+    statement: str
+
+
+class Translation(Record):
+    """One trace or final item in another language (`translations.jsonl`): the same structure under the source's
+    ids — a trace's content, an item's question, answer, options (same letters, same key) and evidence statements
+    (same evidence ids). Its own id is minted from (source id, language)."""
+
+    language: Literal["en", "zh"]
+    kind: Literal["trace", "item"]
+    source_id: str
+    content: str = ""
+    question: str = ""
+    answer: str = ""
+    choices: list[Choice] = []
+    evidence: list[TranslatedEvidence] = []
+
+
 class Rejected(FinalItem):
     filter: str
     reason: str
@@ -268,4 +290,5 @@ FILES: dict[str, type[Record]] = {
     "mcq.jsonl": MCQ,
     "final.jsonl": FinalItem,
     "rejected.jsonl": Rejected,
+    "translations.jsonl": Translation,
 }

@@ -70,6 +70,7 @@ class PersonaSeed(BaseModel):
     start: dt.date
     end: dt.date
     big_five: BigFive
+    languages: list[Literal["en", "zh"]] = []  # the languages it is released in (see [translate] languages)
     source: str = ""
 
     @field_validator("id")
@@ -100,7 +101,8 @@ class PersonaSeed(BaseModel):
 
 def seed_hash(seed: PersonaSeed) -> str:
     """`sha256:<hex>` of the canonical JSON (sorted keys, compact, UTF-8) of the seed without `source`."""
-    data = seed.model_dump(mode="json", exclude={"source"})
+    # the release languages shape no record of the structure: the translate stage reads them from its config
+    data = seed.model_dump(mode="json", exclude={"source", "languages"})
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -223,7 +223,7 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
         config["concurrency"] = concurrency
     route = conf.resolve_route(provider, model, base_url)
     seeds = select_personas(personas, only, config)
-    configs = {s.id: conf.persona_config(config, s.scale) for s in seeds}
+    configs = {s.id: conf.persona_config(config, s.scale, s.languages) for s in seeds}
     options = RunOptions(out=out, config=config, route=route, registry=registry)
     # Construct the default provider now: a missing key is one clear line before anything is written.
     factory = provider_factory(timeout_s=float(config["timeout_s"]), seed=seed)

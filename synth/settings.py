@@ -101,6 +101,12 @@ class FilterSettings(Section):
     max_prompt_traces: int = Field(ge=0)
 
 
+class TranslateSettings(Section):
+    # the languages every persona is released in (its own included); [] = each persona file's `languages`, else
+    # its own language only. `--languages en,zh` sets it.
+    languages: list[Literal["en", "zh"]]
+
+
 class BatchSettings(Section):
     window_s: float = Field(ge=0)
     max_requests: int = Field(ge=1)
@@ -148,6 +154,7 @@ class Settings(Section):
     qa: QASettings
     distractors: DistractorsSettings
     filter: FilterSettings
+    translate: TranslateSettings
     batch: BatchSettings
     dry_run: DryRunSettings
     routes: dict[str, str]

@@ -135,7 +135,7 @@ class StageContext:
     # ---- asking the model
     async def ask(self, task: str, template: str, variables: dict, model: type[M], *,
                   check: Callable[[M], None] | None = None, sample: int = 0, max_tokens: int | None = None) -> M:
-        messages = render(template, language=self.language, **variables)
+        messages = render(template, **{"language": self.language, **variables})  # a translation names its own
         settings = Settings(
             # judges decide, they do not write: they answer at judge_temperature (0 by default)
             temperature=self.settings.judge_temperature if task in self.stage.judges else self.settings.temperature,

@@ -34,7 +34,8 @@ def validate_dataset(out: Path) -> list[str]:
 
 def violations(out: Path) -> list[tuple[str, str]]:
     """Every violation as (kind, line); the kind names the invariant: parse, persona, duplicates, references,
-    containment, major_event_order, arc_alignment, snapshot_chain, evidence_carried, causality, mcq_shape."""
+    containment, major_event_order, arc_alignment, snapshot_chain, evidence_carried, causality, mcq_shape,
+    translations."""
     out = Path(out)
     if not out.is_dir():
         return [("dataset", f"{out}: no such dataset directory")]
@@ -94,10 +95,45 @@ class PersonaCheck:
                 self.load(name)
         for check in (self.check_persona, self.check_duplicates, self.check_references, self.check_containment,
                       self.check_major_event_order, self.check_arc_alignment, self.check_snapshot_chain,
-                      self.check_evidence_carried, self.check_causality, self.check_mcq_shape):
+                      self.check_evidence_carried, self.check_causality, self.check_mcq_shape,
+                      self.check_translations):
             self.kind = check.__name__.removeprefix("check_")
             check()
         return self.problems
+
+    # ---- translations
+
+    def check_translations(self) -> None:
+        """Each translation names a trace or final item of this persona and keeps its structure (same option
+        letters, same evidence ids); every final item and trace has one per translated language."""
+        rows = self.records.get("translations.jsonl", [])
+        if not rows:
+            return
+        from synth.models import FinalItem, Trace, Translation
+        from synth.stages.translate import structure_problem
+
+        sources = {"trace": {r["id"]: r for r in self.records.get("traces.jsonl", [])},
+                   "item": {r["id"]: r for r in self.records.get("final.jsonl", [])}}
+        done: dict[str, set[str]] = {}
+        for row in rows:
+            try:
+                translation = Translation.model_validate(row)
+            except ValueError:
+                continue  # a parse problem, already reported
+            source = sources[translation.kind].get(translation.source_id)
+            if source is None:
+                self.flag("translations.jsonl", row, f"source {translation.source_id}: no such {translation.kind}")
+                continue
+            model = Trace if translation.kind == "trace" else FinalItem
+            problem = structure_problem(model.model_validate(source), translation)
+            if problem:
+                self.flag("translations.jsonl", row, problem)
+            done.setdefault(translation.language, set()).add(translation.source_id)
+        for language, covered in sorted(done.items()):
+            missing = [i for kind in ("trace", "item") for i in sources[kind] if i not in covered]
+            if missing:
+                self.flag("translations.jsonl", missing[0], f"no {language} translation "
+                                                            f"(and {len(missing) - 1} more missing)")
 
     # ---- reading
 

@@ -26,7 +26,7 @@ FIELD_NAMES = {
     "feasible", "evidence_indices", "temporal_scope", "outline", "absent_topic", "ask_after_days", "ask_hour",
     "question", "answer", "choice", "needs_memory", "reason", "key_supported", "others_ruled_out", "notes",
     "why_wrong", "supported", "confidence", "truthfulness", "consistency", "covered_items", "helpfulness",
-    "states_answer", "statement_indices", "grounded",
+    "states_answer", "options",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
@@ -127,7 +127,8 @@ def _qa(name: str, question_type: str) -> dict | None:
                                "medium": "diary", "content": "今天的周会比我想的顺利。"},
         "translate_item.j2": {"name": "林晓梅", "names": ["林晓梅", "周建国"], "source_language": "en",
                               "question": "周会后你对带团队的看法有什么变化？", "answer": "我更愿意先听。",
-                              "choices": CHOICES, "evidence": ["周会上她让每个人先说自己的困难。"]},
+                              "choices": [c["text"] for c in CHOICES[:4]],
+                              "evidence": ["周会上她让每个人先说自己的困难。"]},
     }.get(name)
 
 

@@ -16,9 +16,10 @@ def summarize_rows(rows: list[dict], eval_set: EvalSet, questions: list[EvalQues
                    run: dict, failed: Collection[dict] = ()) -> dict:
     resamples, seed = int(settings["bootstrap_resamples"]), int(settings["bootstrap_seed"])
     groups = {}
-    for grouping in ("question_type", "dimension"):
-        values = sorted({r[grouping] for r in rows})
-        groups[f"by_{grouping}"] = {v: aggregate([r for r in rows if r[grouping] == v], resamples, seed)
+    # by_language: one persona released in en and zh (`synth run --languages en,zh`) scored side by side
+    for grouping in ("question_type", "dimension", "language"):
+        values = sorted({r.get(grouping, "") for r in rows})
+        groups[f"by_{grouping}"] = {v: aggregate([r for r in rows if r.get(grouping, "") == v], resamples, seed)
                                     for v in values}
     return {"settings": run, "counts": _counts(rows, eval_set, questions, groups, failed),
             "overall": aggregate(rows, resamples, seed), **groups}
@@ -34,7 +35,7 @@ def _future_evidence(eval_set: EvalSet, questions: list[EvalQuestion]) -> int:
 def _counts(rows: list[dict], eval_set: EvalSet, questions: list[EvalQuestion], groups: dict,
             failed: Collection[dict]) -> dict:
     def per(grouping: str) -> dict[str, int]:
-        return {k: sum(1 for r in rows if r[grouping] == k) for k in groups[f"by_{grouping}"]}
+        return {k: sum(1 for r in rows if r.get(grouping, "") == k) for k in groups[f"by_{grouping}"]}
 
     def dropped(kind: str) -> int:
         return sum(len((r.get("dropped_ids") or {}).get(kind, [])) for r in rows)
@@ -62,6 +63,7 @@ def _counts(rows: list[dict], eval_set: EvalSet, questions: list[EvalQuestion], 
         "traces_without_date": sum(1 for p in eval_set.personas if p.key in asked for t in p.traces if t.time is None),
         "by_question_type": per("question_type"),
         "by_dimension": per("dimension"),
+        "by_language": per("language"),
     }
 
 
@@ -112,7 +114,8 @@ def print_summary(summary: dict, console: Console) -> None:
     for metric in METRICS:
         overall.add_row(metric, _fmt(summary["overall"][metric]), str(summary["overall"][metric]["n"]))
     console.print(overall)
-    for group in ("by_question_type", "by_dimension"):
+    groups = ["by_question_type", "by_dimension"] + (["by_language"] if len(summary.get("by_language", {})) > 1 else [])
+    for group in groups:
         for table in group_tables(summary, group, console.width):
             console.print(table)
     c = summary["counts"]

@@ -132,7 +132,9 @@ def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: in
     words = content_words_from_env() if content_words is None else content_words
     if not schema:
         return json.dumps({"answer": "fake"})
-    text = " ".join(str(m.get("content", "")) for m in messages)
+    # The language of the answer is the first message's (the system prefix): a translation into English quotes
+    # Chinese in its task but asks for English.
+    text = str(messages[0].get("content", "")) if messages else ""
     zh = not text.isascii() and len(_CJK.findall(text)) > 20
     rng = seeded_rng(schema, messages, seed, sample)
     return json.dumps(instance(schema, rng, zh=zh, words=words), ensure_ascii=False)

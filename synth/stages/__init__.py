@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from synth.stage import StageRegistry
-from synth.stages import arcs, distractors, events, filter, persona, phases, qa, traces
+from synth.stages import arcs, distractors, events, filter, persona, phases, qa, traces, translate
 
 STAGES = StageRegistry(
-    (module.STAGE.name, module.STAGE) for module in (persona, arcs, phases, events, traces, qa, distractors, filter)
+    (module.STAGE.name, module.STAGE)
+    for module in (persona, arcs, phases, events, traces, qa, distractors, filter, translate)
 )
