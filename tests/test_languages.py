@@ -132,3 +132,18 @@ def test_validate_names_a_translation_that_lost_its_structure(bilingual, tmp_pat
     assert result.returncode != 0
     assert "the option letters differ from the source item's" in result.stdout + result.stderr
     assert "no zh translation" in result.stdout + result.stderr
+
+
+def test_a_chinese_persona_is_released_in_english_too(tmp_path):
+    out = tmp_path / "zh"
+    result = run_synth("run", "--preset", "tiny", "--provider", "fake", "--languages", "zh,en", "--persona",
+                       "p03_xiaoyu", "--out", str(out), "--personas", str(PERSONAS))
+    assert result.returncode == 0, result.stderr[-2000:]
+    [zh] = list((out / "export" / "clonemem").glob("*/p03_xiaoyu_benchmark_zh.json"))
+    [en] = list((out / "export" / "clonemem").glob("*/p03_xiaoyu_benchmark_en.json"))
+    chinese, english = json.loads(zh.read_text()), json.loads(en.read_text())
+    assert [q["id"] for q in chinese["questions"]] == [q["id"] for q in english["questions"]]
+    assert [t["id"] for t in chinese["context"]] == [t["id"] for t in english["context"]]
+    assert english["person_name"] == chinese["person_name"] and CJK.search(english["person_name"]), (
+        "a Chinese persona's name is not translated")
+    assert not any(CJK.search(t["content"]) for t in english["context"])

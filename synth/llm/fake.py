@@ -132,15 +132,17 @@ def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: in
     words = content_words_from_env() if content_words is None else content_words
     if not schema:
         return json.dumps({"answer": "fake"})
-    # The language of the answer is the first message's (the system prefix): a translation into English quotes
-    # Chinese in its task but asks for English.
+    # The language of the answer is the first message's (the system prefix), and mostly Chinese: a translation into
+    # English quotes Chinese in its task and lists Chinese names in its prefix, but asks for English.
     text = str(messages[0].get("content", "")) if messages else ""
-    zh = not text.isascii() and len(_CJK.findall(text)) > 20
+    cjk = len(_CJK.findall(text)) if not text.isascii() else 0
+    zh = cjk > 20 and cjk * 2 > len(_LATIN.findall(text))
     rng = seeded_rng(schema, messages, seed, sample)
     return json.dumps(instance(schema, rng, zh=zh, words=words), ensure_ascii=False)
 
 
 _CJK = re.compile("[\u4e00-\u9fff]")
+_LATIN = re.compile("[A-Za-z]")
 
 
 def estimate_tokens(text: str) -> int:
