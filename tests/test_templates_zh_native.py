@@ -137,7 +137,7 @@ def templates() -> list[str]:
                   if not p.name.startswith("_") and p.name not in LANGUAGE_FREE)
 
 
-def renders(name: str) -> list[str]:
+def renders(name: str, joined: bool = True) -> list:
     generation = _generation(name)
     if generation is not None:
         values = [{"persona": PERSONA, **generation} if name != "persona_enrich.j2" else generation]
@@ -145,7 +145,8 @@ def renders(name: str) -> list[str]:
         values = [v for t in QUESTION_TYPES if (v := _qa(name, t)) is not None]
         values = values[:1] if values and all(v == values[0] for v in values) else values
     assert values, f"prompts/{name}: no scripted variables in this test — add them so its zh render is checked"
-    return ["\n".join(m["content"] for m in render(name, language="zh", **v)) for v in values]
+    rendered = [render(name, language="zh", **v) for v in values]
+    return ["\n".join(m["content"] for m in r) for r in rendered] if joined else rendered
 
 
 def leftovers(text: str) -> set[str]:
@@ -161,6 +162,9 @@ def test_a_chinese_prompt_has_no_english_leftovers(name):
         assert "。。" not in text, f"prompts/{name}: a doubled full stop"
         assert "他/她" not in text, f"prompts/{name}: the generic 他/她 although the persona's gender is known"
         assert not re.search(r"取 (\d+) 到 \1\b", text), f"prompts/{name}: a range whose ends are equal"
+    for messages in renders(name, joined=False):
+        # the fake provider answers in Chinese when the system prefix asks for it (synth.llm.fake.respond)
+        assert len(messages) == 1 or "简体中文" in messages[0]["content"], f"prompts/{name}: no 简体中文 rule"
 
 
 def test_the_check_catches_what_it_is_for():

@@ -132,17 +132,18 @@ def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: in
     words = content_words_from_env() if content_words is None else content_words
     if not schema:
         return json.dumps({"answer": "fake"})
-    # The language of the answer is the first message's (the system prefix), and mostly Chinese: a translation into
-    # English quotes Chinese in its task and lists Chinese names in its prefix, but asks for English.
-    text = str(messages[0].get("content", "")) if messages else ""
-    cjk = len(_CJK.findall(text)) if not text.isascii() else 0
-    zh = cjk > 20 and cjk * 2 > len(_LATIN.findall(text))
+    # A prompt with a system prefix answers in the language the prefix asks for (every zh template's prefix asks for
+    # 简体中文): a translation into English quotes Chinese in its task and names, but asks for English.
+    if len(messages) > 1 and messages[0].get("role") == "system":
+        zh = "简体中文" in str(messages[0].get("content", ""))
+    else:
+        text = " ".join(str(m.get("content", "")) for m in messages)
+        zh = not text.isascii() and len(_CJK.findall(text)) > 20
     rng = seeded_rng(schema, messages, seed, sample)
     return json.dumps(instance(schema, rng, zh=zh, words=words), ensure_ascii=False)
 
 
 _CJK = re.compile("[\u4e00-\u9fff]")
-_LATIN = re.compile("[A-Za-z]")
 
 
 def estimate_tokens(text: str) -> int:
