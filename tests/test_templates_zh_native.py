@@ -178,7 +178,7 @@ def test_the_check_catches_what_it_is_for():
 def test_labels_show_native_names_and_keep_unknown_ids():
     assert label("experience", "dimension", "zh") == "经历"
     assert label("comparison", "question_type", "zh") == "比较"
-    assert label("voice_memo_transcript", "medium", "zh") == "语音转文字"
+    assert label("voice_memo_transcript", "medium", "zh") == "语音备忘录"
     assert label("experience", "dimension", "en") == "experience"  # English prompts show the id
     assert label("brand_new_medium", "medium", "zh") == "brand_new_medium"
     text = renders("qa_plan.j2")[0]
