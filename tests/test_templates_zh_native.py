@@ -27,6 +27,8 @@ FIELD_NAMES = {
     "question", "answer", "choice", "needs_memory", "reason", "key_supported", "others_ruled_out", "notes",
     "why_wrong", "supported", "confidence", "truthfulness", "consistency", "covered_items", "helpfulness",
     "states_answer", "options",
+    # the lived-life planner's fields (issue 15)
+    "new_people", "new_places", "relation", "reasons",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
@@ -56,7 +58,13 @@ SNAP = Snapshot(energy=6, stress=7, dominant_emotion="焦虑。", focus="季度�
 PHASE = {"id": "ph", "index": 0, "title": "接手新团队", "description": "她开始带一个新团队。", "start": "2023-02-01",
          "end": "2023-02-20", "snapshot_before": SNAP, "snapshot_after": SNAP}
 EVENT_VIEW = {"id": "m", "title": "升职", "description": "她升任销售总监。", "start": "2023-02-01",
-              "end": "2023-03-31", "states": [{"arc": "带新团队", "index": 0, "label": "状态一", "description": "刚开始。"}]}
+              "end": "2023-03-31", "kind": "major",
+              "states": [{"arc": "带新团队", "index": 0, "label": "状态一", "description": "刚开始。"}]}
+STATE = {"label": "观望", "description": "她先看看团队。", "trigger": "接手团队。", "cues": ["话少"]}
+OPEN = {"label": "放手", "description": "她开始放权。", "trigger": "陈露顶住了一个大单。", "cues": ["夸人"]}
+MOVES = [{"arc": "带新团队", "index": 0, "state": STATE, "reaches": [{"index": 1, "state": OPEN}]}]
+NEWCOMER = {"name": "王总", "relation": "新上司", "description": "说话干脆。"}
+HOLIDAYS = [{"date": "2023-01-22", "name": "春节"}]
 DETAILED = {"id": "e", "title": "第一次周会", "description": "她主持了第一次周会。", "location": "公司会议室",
             "time": "2023-02-06T09:00:00"}
 EVIDENCE = [{"id": f"v{n}", "kind": kind, "statement": "周会上她让每个人先说自己的困难。"}
@@ -67,7 +75,8 @@ TRACES = [{"medium": m, "time": "2023-02-06T21:00", "content": "今天的周会�
 QA_EVIDENCE = [{"index": n + 1, "date": "2023-02-06", "kind": e["kind"], "statement": e["statement"],
                 "recent": n == 0, "media": MEDIA[:2]} for n, e in enumerate(EVIDENCE)]
 CHOICES = [{"id": c, "text": "我先让大家说困难。"} for c in "ABCDE"]
-TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE}
+TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE,
+                 "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False}
 QUESTION = {"question": "周会后你对带团队的看法有什么变化？", "question_time": "2023-02-08T20:00"}
 
 
@@ -78,17 +87,20 @@ def _generation(name: str) -> dict:
         "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4},
         "arcs_plan.j2": {"seeds": SEEDS, "per_dimension": 2, "states": 3},
         "arcs_major_events.j2": {"seeds": SEEDS, "arcs": ARCS, "count": 8, "days": 365},
-        "phases_init.j2": {"arcs": ARCS, "event": EVENT_VIEW},
+        "phases_init.j2": {"arcs": ARCS, "event": EVENT_VIEW, "moves": MOVES},
         "phases_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP, "k": 1, "count": 3,
-                               "start_day": 7, "low": 7, "high": 7, "start_date": "2023-02-08", "previous": PHASE},
-        "phases_update.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP, "phase": PHASE},
+                               "start_day": 7, "low": 7, "high": 7, "start_date": "2023-02-08", "previous": PHASE,
+                               "moves": MOVES, "people": [NEWCOMER], "holidays": HOLIDAYS, "newcomers": 2},
+        "phases_update.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP, "phase": PHASE, "moves": MOVES},
         "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "days": 7, "count": 6,
-                               "min_evidence": 2, "max_evidence": 4, "people": ["周建国", "陈露"]},
+                               "min_evidence": 2, "max_evidence": 4, "people": ["周建国", "陈露"], "moves": MOVES,
+                               "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS},
         "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": MEDIA, "max_delay": 48,
-                           "suggested": MEDIA[:2]},
+                           "targets": {m: 5 for m in MEDIA}, "suggested": MEDIA[:2]},
         "traces_write.j2": {**TRACE_CONTEXT, "medium": "search_history", "intent": "查资料", "audience": "自己",
                             "key_information": "周会的安排。", "carried": EVIDENCE, "time": "2023-02-06T21:00",
-                            "min_words": 80, "max_words": 320},
+                            "min_words": 80, "max_words": 320,
+                            "voice": [{"time": "2023-02-01T21:00", "content": "又是忙碌的一天。"}]},
     }.get(name)
 
 
@@ -190,7 +202,7 @@ def test_the_pronoun_follows_the_gender_and_equal_ends_say_one_number():
     text = renders("phases_generate.j2")[0]
     assert "跟踪她的内在状态" in text and "取 7（" in text
     male = render("phases_init.j2", language="zh", persona={**PERSONA, "gender": "男"}, arcs=ARCS,
-                  event=EVENT_VIEW)[0]["content"]
+                  event=EVENT_VIEW, moves=MOVES)[0]["content"]
     assert "跟踪他的内在状态" in male
     wide = render("phases_generate.j2", language="zh", persona=PERSONA,
                   **{**_generation("phases_generate.j2"), "high": 12})[1]["content"]
