@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The longest chain of dependent calls inside each stage, for one persona (see `stage_depths`): fixed depths for
 # stages whose units are short fixed chains; sequential stages count all their calls; distractors read each item's
 # refinement rounds. The filter's sufficiency and blind checks do not depend on each other: one level.
-FIXED_DEPTH = {"persona": 1, "events": 1, "traces": 2, "qa": 2, "filter": 1}
+FIXED_DEPTH = {"persona": 1, "events": 1, "traces": 2, "qa": 2, "filter": 1, "translate": 1}
 SEQUENTIAL = ("arcs", "phases")  # arcs: seeds → plan → major events; phases: init, then generate → update per phase
 
 
@@ -142,11 +142,21 @@ def stage_depths(persona: Path) -> dict[str, int]:
             depths[stage] = 0
         elif stage in SEQUENTIAL:
             depths[stage] = manifest["provider_calls"]
+        elif stage == "qa":
+            depths[stage] = qa_chain(persona)
         elif stage == "distractors":
             depths[stage] = max((distractor_chain(item) for item in read_jsonl(persona / "mcq.jsonl")), default=0)
         else:
             depths[stage] = FIXED_DEPTH.get(stage, 1)
     return depths
+
+
+def qa_chain(persona: Path) -> int:
+    """QA plans one question type at a time (a type's planner sees the earlier types' outlines), its segments
+    concurrently; then every chosen plan is written at once: one level per type planned, plus the write. Types are
+    read from the written items, so a type planned but never written is not counted (the bound errs low)."""
+    types = {item.get("question_type") for item in read_jsonl(persona / "qa.jsonl")}
+    return len(types) + 1 if types else FIXED_DEPTH["qa"]
 
 
 def distractor_chain(item: dict) -> int:
