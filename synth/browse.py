@@ -5,14 +5,13 @@ linked both ways to its evidence and traces. One folder, no server: each page em
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from synth.dataset_plots import arc_steps
 from synth.dataset_view import PersonaView, dict_list, id_list, load_dataset, record_language, text
+from synth.jsonl import staged_dir
 
 ASSETS = Path(__file__).parent / "assets" / "browse"
 SITE = "site"
@@ -103,8 +102,7 @@ def write_site(out: Path, only: set[str] | None = None) -> Path:
     assets = {"style": (ASSETS / "browse.css").read_text(encoding="utf-8"),
               "script": (ASSETS / "browse.js").read_text(encoding="utf-8")}
     target = out / SITE
-    staging = Path(tempfile.mkdtemp(dir=out, prefix=".site."))
-    try:
+    with staged_dir(target, ".site.") as staging:
         for view in views:
             html = env.get_template("persona.html.j2").render(
                 persona=view.persona, id=view.id, language=view.language, data=_embed(site_data(view)), **assets)
@@ -115,13 +113,6 @@ def write_site(out: Path, only: set[str] | None = None) -> Path:
                        "language": v.language, "traces": len(v.traces), "final": len(v.final),
                        "rejected": len(v.rejected)} for v in views])
         (staging / "index.html").write_text(index, encoding="utf-8")
-        staging.chmod(0o755)  # mkdtemp made it private; the folder is meant to be shared
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
     return target / "index.html"
 
 

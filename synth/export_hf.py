@@ -4,12 +4,11 @@ run's own records (synth.card)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from synth.dataset_view import PersonaView, dict_list, id_list, load_dataset, record_language, text, trace_tokens
+from synth.jsonl import staged_dir
 from synth.llm.base import InputError, SynthError
 
 CONFIGS = ("questions", "traces", "personas")
@@ -142,22 +141,13 @@ def export_hf(out: Path, seeds: Iterable | None = None, license_id: str | None =
     if not views:
         raise InputError(f"{out}: no persona with final.jsonl to export — run `synth filter` first")
     target = out / "export" / "hf"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".hf."))
-    try:
+    with staged_dir(target, ".hf.") as staging:
         tables = table_rows(views)
         files = write_parquet(tables, staging)
         figures = _figures(views, out, staging / "figures")
         rows = {c: {s: len(r) for s, r in splits.items()} for c, splits in tables.items()}
         facts = card_facts(out, views, files, rows, figures, license_id)
         (staging / "README.md").write_text(render_card(facts), encoding="utf-8")
-        staging.chmod(0o755)  # mkdtemp made it private; the folder is meant to be shared
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
     return target
 
 

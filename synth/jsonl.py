@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -146,3 +148,20 @@ class Journal:
 
     def close(self) -> None:
         self._handle.close()
+
+
+@contextmanager
+def staged_dir(target: Path, prefix: str) -> Iterator[Path]:
+    """Build a folder beside `target`, then swap it in whole: a failure leaves the old folder (or none), never half
+    a folder. The staging folder is made private by mkdtemp; the published one is meant to be shared (0755)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
+    try:
+        yield staging
+        staging.chmod(0o755)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
