@@ -331,30 +331,60 @@ def browse_command(out: Out = None, preset: Preset = None, persona: PersonaId = 
     out_console.print(index.resolve().as_uri())
 
 
-@app.command("eval")
+eval_app = typer.Typer(help="Score memory systems (--system a,b,c); `synth eval compare RUN...` puts runs side by side.")
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.callback(invoke_without_command=True)
 @guarded
 def eval_command(
-    data: Annotated[Path, typer.Option("--data", help="A synth dataset dir, or CloneMem release files.")],
-    system: Annotated[str, typer.Option("--system", help="oracle | flat | full | module:Class.")] = "flat",
+    ctx: typer.Context,
+    data: Annotated[Optional[Path], typer.Option("--data", help="A synth dataset dir, or CloneMem release files.")] = None,
+    system: Annotated[str, typer.Option("--system", help="Comma-separated: oracle, oracle-traces, flat[-bm25|-dense|-hybrid], full, memory[-…], mem0, module:Class.")] = "flat",
+    retriever: Annotated[Optional[str], typer.Option("--retriever", help="flat's and memory's retriever: bm25 | dense | hybrid (default from [eval]).")] = None,
     k: Annotated[int, typer.Option("--k")] = 10,
     answerer_provider: Annotated[Optional[str], typer.Option("--answerer-provider")] = None,
     answerer_model: Annotated[Optional[str], typer.Option("--answerer-model")] = None,
     judge_provider: Annotated[Optional[str], typer.Option("--judge-provider")] = None,
     judge_model: Annotated[Optional[str], typer.Option("--judge-model")] = None,
     base_url: BaseUrl = None,
-    embed_model: Annotated[Optional[str], typer.Option("--embed-model")] = None,
+    embed_model: Annotated[Optional[str], typer.Option("--embed-model", help="An OpenAI-compatible embeddings model (with --base-url or OPENAI_API_KEY); default: the bundled offline embedder.")] = None,
     offline: Annotated[bool, typer.Option("--offline", help="CloneMem's all-traces protocol (leaks the future).")] = False,
     out: Annotated[Path, typer.Option("--out")] = Path("outputs/eval"),
     plot: Annotated[bool, typer.Option("--plot")] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Score only the first N questions.")] = None,
     concurrency: Concurrency = None,
 ) -> None:
-    """Score a memory system on a dataset: Recall@k variants, choice accuracy, LLM-judge scores."""
+    """Score memory systems on a dataset: Recall@k variants, choice accuracy, LLM-judge scores, ingest cost."""
+    if ctx.invoked_subcommand is not None:
+        return
     from synth.eval.run import run_eval
+    from synth.llm.base import InputError
+
+    if data is None:
+        raise InputError("--data: missing (a synth dataset dir, or CloneMem release files)")
 
     run_eval(data=data, system=system, k=k, answerer_provider=answerer_provider, answerer_model=answerer_model,
              judge_provider=judge_provider, judge_model=judge_model, base_url=base_url, embed_model=embed_model,
-             offline=offline, out=out, plot=plot, limit=limit, concurrency=concurrency, console=out_console)
+             offline=offline, out=out, plot=plot, limit=limit, concurrency=concurrency, console=out_console,
+             retriever=retriever)
+
+
+@eval_app.command("compare")
+@guarded
+def eval_compare(runs: Annotated[list[Path], typer.Argument(help="`synth eval` output folders.")],
+                 plot: Annotated[bool, typer.Option("--plot", help="Write the grouped bar chart (compare.png).")] = False,
+                 out: Annotated[Path, typer.Option("--out", help="Where compare.json (and compare.png) go.")] = Path("outputs/eval-compare")) -> None:
+    """Several runs side by side: systems × metrics (overall and per question type, 95% intervals), ingest cost."""
+    from synth.eval.compare import compare_runs, print_compare, write_compare_plot
+    from synth.jsonl import write_json_atomic
+
+    table = compare_runs(runs)
+    print_compare(table, out_console)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "compare.json", table)
+    if plot:
+        out_console.print(f"plot: {write_compare_plot(table, out / 'compare.png')}", highlight=False)
 
 
 @prompts_app.command("show")

@@ -122,11 +122,18 @@ class EvalSettings(Section):
     full_context_tokens: int = Field(ge=1)
     answer_temperature: float = Field(ge=0)
     answer_max_tokens: int = Field(ge=1)
-    judge_temperature: float = Field(ge=0)
+    judge_temperature: float = Field(ge=0, le=0)  # the judges score, they do not sample: 0 is the only value
     judge_max_tokens: int = Field(ge=1)
     bootstrap_resamples: int = Field(ge=1)
     bootstrap_seed: int
     concurrency: int = Field(ge=1)
+    retriever: Literal["bm25", "dense", "hybrid"]
+    embed_max_chars: int = Field(ge=1)
+    rrf_k: int = Field(ge=1)
+    rrf_depth: int = Field(ge=1)
+    memory_max_per_trace: int = Field(ge=1)
+    memory_trace_chars: int = Field(ge=1)
+    mem0_top_k: int = Field(ge=1)
 
 
 class ExportSettings(Section):

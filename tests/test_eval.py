@@ -338,12 +338,14 @@ def test_plot_writes_one_png_per_grouping(tmp_path):
 
 
 def test_dense_flat_retrieval_through_an_openai_compatible_embeddings_endpoint(monkeypatch):
-    from synth.eval.systems import system_factory
+    from synth.eval.embed import OpenAIEmbedder
+    from synth.eval.systems import SystemOptions, system_factory
     from synth.testing.fake_server import FakeServer
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with FakeServer() as server:
-        system = system_factory("flat", embed_model="any-embedder", base_url=server.openai_base_url)()
+        options = SystemOptions(retriever="dense", embedder=lambda: OpenAIEmbedder("any-embedder", server.openai_base_url))
+        system = system_factory("flat", options)()
         for i, text in enumerate(["hiking in the mountains with tom", "my sister called about the wedding dress",
                                   "bought apples rice and milk"]):
             system.ingest({"id": f"d{i}", "medium": "note", "content": text})

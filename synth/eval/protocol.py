@@ -22,6 +22,18 @@ class Retrieval:
     at_k: list[str] = field(default_factory=list)  # of the first k ids it returned, those it was given: recall@k
     dropped: dict[str, list[str]] = field(default_factory=lambda: {"unknown": [], "future": []})
     error: str | None = None  # the system failed on this question: it is recorded as failed, not scored
+    notes: list[str] = field(default_factory=list)  # memory text the system returned beside its ids
+
+
+@dataclass
+class IngestCost:
+    """What building a system's memory took: traces fed, seconds in ingest and prepare (indexing, extraction)."""
+
+    traces: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"traces": self.traces, "seconds": round(self.seconds, 3)}
 
 
 def _visible(trace: EvalTrace, question: EvalQuestion) -> bool:
@@ -63,13 +75,15 @@ def _call(system: MemorySystem, method: str, *args):
 
 
 def retrieve_all(persona: EvalPersona, system: MemorySystem, k: int, offline: bool,
-                 skip: Collection[str] = ()) -> list[Retrieval]:
+                 skip: Collection[str] = (), cost: IngestCost | None = None) -> list[Retrieval]:
     """Query `system` for each question of the persona; online, it has been fed exactly the traces up to the
     question's time (questions in time order, traces ingested incrementally); offline, every trace first.
 
     Ids it returns that it was never given (unknown, or dated after the question time) are dropped before recall
     and answering, and counted. A system that raises, or returns no list, fails that question and the run goes
-    on; one that raises in `ingest` fails the persona's remaining questions (its memory is incomplete)."""
+    on; one that raises in `ingest` (or `prepare`) fails the persona's remaining questions (its memory is
+    incomplete). Time spent in `ingest` and `prepare` is added to `cost`."""
+    cost = cost if cost is not None else IngestCost()
     traces = persona.traces
     known = {t.id for t in traces}
     given: set[str] = set()
@@ -78,14 +92,22 @@ def retrieve_all(persona: EvalPersona, system: MemorySystem, k: int, offline: bo
 
     def feed(upto: Callable[[EvalTrace], bool]) -> None:
         nonlocal fed, broken
+        start = time.perf_counter()
         while broken is None and fed < len(traces) and upto(traces[fed]):
             try:
                 _call(system, "ingest", traces[fed].as_dict())
             except _SystemFault as fault:
                 broken = f"{fault} (on trace '{traces[fed].id}'; no later question of this persona is asked)"
-                return
+                break
             given.add(traces[fed].id)
             fed += 1
+            cost.traces += 1
+        if broken is None and callable(getattr(system, "prepare", None)):
+            try:
+                _call(system, "prepare")
+            except _SystemFault as fault:
+                broken = f"{fault} (no later question of this persona is asked)"
+        cost.seconds += time.perf_counter() - start
 
     if offline:
         feed(lambda trace: True)
@@ -107,7 +129,7 @@ def _ask(system: MemorySystem, question: EvalQuestion, k: int, known: set[str], 
     """One question to the system: its retrieval (and its own answer, if it gives one), with the ids it was never
     given dropped and counted; a fault of the system fails this question only."""
     if isinstance(system, OracleSystem):
-        system.set_gold(question.gold_ids)
+        system.set_gold(question.gold_ids, question.statements)
     start = time.perf_counter()
     try:
         name = f"{type(system).__name__}.retrieve"
@@ -119,10 +141,23 @@ def _ask(system: MemorySystem, question: EvalQuestion, k: int, known: set[str], 
                          question.question_time)
             if text is not None and not isinstance(text, str):
                 raise _SystemFault(f"{type(system).__name__}.answer returned a {type(text).__name__}, not text")
+        notes = _notes(system)
     except _SystemFault as fault:
         return Retrieval(question, [], time.perf_counter() - start, fed, error=str(fault))
     ranked = ids if getattr(system, "ignores_k", False) else ids[:k]
     dropped = {"unknown": [i for i in ranked if i not in known],
                "future": [i for i in ranked if i in known and i not in given]}
     return Retrieval(question, [i for i in ranked if i in given], time.perf_counter() - start, fed, text,
-                     at_k=[i for i in ids[:k] if i in given], dropped=dropped)
+                     at_k=[i for i in ids[:k] if i in given], dropped=dropped, notes=notes)
+
+
+def _notes(system: MemorySystem) -> list[str]:
+    """The system's memory text for its last retrieval (optional `notes()`), as a list of strings."""
+    if not callable(getattr(system, "notes", None)):
+        return []
+    value = _call(system, "notes")
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or not all(isinstance(n, str) for n in value):
+        raise _SystemFault(f"{type(system).__name__}.notes returned {type(value).__name__}, not a list of strings")
+    return list(value)

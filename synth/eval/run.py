@@ -1,29 +1,37 @@
-"""`synth eval`: feed a memory system the traces in time order, query it at each question's time, answer, judge, score.
+"""`synth eval`: feed memory systems the traces in time order, query them at each question's time, answer, judge,
+score.
 
-The steps live beside it: protocol (what the system is fed and asked), scoring (answerer and judge, results.jsonl),
-report (summary.json and the tables) and plots."""
+The steps live beside it: protocol (what a system is fed and asked), scoring (answerer and judge, results.jsonl),
+report (summary.json and the tables), compare (several runs side by side) and plots. Several systems in one
+command (`--system a,b,c`) share one event loop, one LLM client, one response cache and one vector cache."""
 
 from __future__ import annotations
 
-import asyncio
 import json
+import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from synth import conf
-from synth.eval.data import load_eval_set
+from synth.eval.backbone import Backbone, LoopThread
+from synth.eval.data import EvalSet, load_eval_set
+from synth.eval.embed import CachedEmbedder, VectorCache, make_embedder
+from synth.eval.index import RETRIEVERS
 from synth.eval.plots import write_plots
-from synth.eval.protocol import Retrieval, retrieve_all
+from synth.eval.protocol import IngestCost, Retrieval, retrieve_all
 from synth.eval.report import print_summary, summarize_rows
 from synth.eval.scoring import Scorer, read_results, score_all
-from synth.eval.systems import system_factory
+from synth.eval.systems import BUILT_IN, SystemOptions, system_factory
 from synth.jsonl import write_json_atomic
 from synth.llm.base import InputError
 from synth.llm.cache import ResponseCache
-from synth.llm.client import LLM, closing
+from synth.llm.client import LLM
 from synth.llm.providers import provider_factory
 
 # Settings that make two runs' results incomparable: resuming into a directory made under others is refused.
-_RUN_IDENTITY = ("data", "protocol", "system", "k", "answerer", "judge", "embed_model")
+_RUN_IDENTITY = ("data", "protocol", "system", "k", "answerer", "judge", "embed_model", "retriever")
+_USES_RETRIEVER = ("flat", "memory")
+_USES_EMBEDDER = ("mem0",)
 
 
 def eval_settings() -> dict:
@@ -52,59 +60,172 @@ def _route(provider: str | None, model: str | None, base_url: str | None) -> con
     return conf.resolve_route(name, model, base_url if name == "openai" else None)
 
 
+@dataclass
+class SystemSpec:
+    """One --system entry: its name (the output folder under a multi-system --out), the built-in or plugin it
+    names, and the retriever it uses (`flat-dense` is flat with the dense retriever)."""
+
+    name: str
+    base: str | object
+    retriever: str | None
+
+
+def parse_systems(system, retriever: str) -> list[SystemSpec]:
+    """`flat`, `flat-hybrid,memory-dense,oracle`, `my_mod:Mine` — or one callable (tests)."""
+    if callable(system):
+        return [SystemSpec(getattr(system, "__name__", repr(system)), system, None)]
+    specs: list[SystemSpec] = []
+    for part in (p.strip() for p in str(system).split(",")):
+        if not part:
+            raise InputError(f"--system: '{system}': an empty name between commas")
+        base, _, suffix = part.rpartition("-") if part.rpartition("-")[2] in RETRIEVERS else (part, "", "")
+        if base in _USES_RETRIEVER:
+            specs.append(SystemSpec(part, base, suffix or retriever))
+        else:
+            specs.append(SystemSpec(part, part, None))
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise InputError(f"--system: '{system}': a system is named twice")
+    return specs
+
+
+class _Shared:
+    """What the systems of one command share: the loop, the LLM client and its cache, the vector cache and the
+    embedder. Made before anything is written (a bad --embed-model or plugin stops the command first); `open`
+    attaches the caches under --out."""
+
+    def __init__(self, settings: dict, concurrency: int, embed_model: str | None, base_url: str | None,
+                 needs_embedder: bool) -> None:
+        self.settings = settings
+        self.workers = concurrency
+        self.llm = LLM(providers=provider_factory(timeout_s=float(settings["timeout_s"])), cache=None,
+                       concurrency=concurrency, max_repairs=int(settings["max_repairs"]),
+                       max_attempts=int(settings["max_attempts"]), timeout_s=float(settings["timeout_s"]))
+        self.vectors = VectorCache(None)
+        self._embedder = None
+        if needs_embedder:
+            inner = make_embedder(embed_model, base_url, int(settings["embed_max_chars"]), None)
+            self._embedder = CachedEmbedder(inner, self.vectors)
+        self.loop = LoopThread()
+
+    def embedder(self):
+        if self._embedder is None:
+            raise InputError("internal: a system asked for an embedder the command did not make")
+        return self._embedder
+
+    def open(self, root: Path) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.llm.cache = ResponseCache(root / "cache.sqlite")
+        self.vectors.path = root / "vectors.sqlite"
+
+    def close(self) -> None:
+        # the providers' HTTP sessions belong to the loop: closed in it, before it stops
+        self.loop.run(self.llm.aclose())
+        self.loop.close()
+        if self.llm.cache is not None:
+            self.llm.cache.close()
+        self.vectors.close()
+
+
 def run_eval(data, system, k, answerer_provider, answerer_model, judge_provider, judge_model, base_url, embed_model,
-             offline, out, plot, limit, concurrency, console) -> dict:
-    """Score `system` on the data at `data`; writes results.jsonl, summary.json (and plots) under `out`.
-    `system` is a --system string (oracle, flat, full, module:Class) or a callable returning a MemorySystem."""
+             offline, out, plot, limit, concurrency, console, retriever: str | None = None) -> dict:
+    """Score each system of `system` (a --system string, comma-separated, or a callable returning a MemorySystem)
+    on the data at `data`. One system writes results.jsonl, summary.json (and plots) under `out`; several write
+    one folder each under `out` and a side-by-side table (compare.json; --plot: compare.png). Returns the summary
+    (one system) or {"systems": {name: summary}, "compare": ...}."""
     settings = eval_settings()
     if k < 1:
         raise InputError("--k must be at least 1")
+    # --embed-model alone (the old way to ask for dense retrieval) still means dense
+    retriever = retriever or ("dense" if embed_model else settings["retriever"])
+    if retriever not in RETRIEVERS:
+        raise InputError(f"--retriever: '{retriever}' is not one of {', '.join(RETRIEVERS)}")
+    specs = parse_systems(system, retriever)
     eval_set = load_eval_set(Path(data))
+    answerer, judge = _route(answerer_provider, answerer_model, base_url), _route(judge_provider, judge_model, base_url)
+    out = Path(out)
+    shared = _Shared(settings, int(concurrency or settings["concurrency"]), embed_model, base_url,
+                     any(_embeds(s) for s in specs))
+    summaries: dict[str, dict] = {}
+    try:
+        # every system is made once before anything is written: one that cannot be made stops the command here
+        makers = {s.name: (system_factory(s.base, options := _options(s, shared, answerer)), options.backbone)
+                  for s in specs}
+        shared.open(out)
+        for spec in specs:
+            target = out if len(specs) == 1 else out / spec.name
+            summaries[spec.name] = _run_one(spec, *makers[spec.name], eval_set, data, k, answerer, judge,
+                                            embed_model, offline, target, plot, limit, shared, console)
+    finally:
+        shared.close()
+    if len(specs) == 1:
+        return summaries[specs[0].name]
+    from synth.eval.compare import compare_runs, print_compare, write_compare_plot
+
+    table = compare_runs([out / s.name for s in specs])
+    write_json_atomic(out / "compare.json", table)
+    print_compare(table, console)
+    if plot:
+        console.print(f"plot: {write_compare_plot(table, out / 'compare.png')}", highlight=False)
+    return {"systems": summaries, "compare": table}
+
+
+def _embeds(spec: SystemSpec) -> bool:
+    return spec.retriever in ("dense", "hybrid") or spec.base in _USES_EMBEDDER
+
+
+def _options(spec: SystemSpec, shared: _Shared, answerer: conf.Route) -> SystemOptions:
+    backbone = None
+    if spec.base in ("memory", "mem0"):
+        backbone = Backbone(shared.llm, answerer, shared.loop, float(shared.settings["answer_temperature"]),
+                            int(shared.settings["answer_max_tokens"]))
+    return SystemOptions(retriever=spec.retriever or "bm25", settings=shared.settings, embedder=shared.embedder,
+                         backbone=backbone)
+
+
+def _run_one(spec: SystemSpec, make_system, backbone: Backbone | None, eval_set: EvalSet, data, k: int,
+             answerer: conf.Route, judge: conf.Route, embed_model: str | None, offline: bool, out: Path, plot: bool,
+             limit: int | None, shared: _Shared, console) -> dict:
+    settings = shared.settings
     questions = eval_set.questions[:limit] if limit else eval_set.questions
     keep = {q.key for q in questions}
-    answerer, judge = _route(answerer_provider, answerer_model, base_url), _route(judge_provider, judge_model, base_url)
-    make_system = system_factory(system, embed_model, base_url, int(settings["full_context_tokens"]))
-    out = Path(out)
+    embeds = _embeds(spec)
     out.mkdir(parents=True, exist_ok=True)
     run = {"data": str(data), "source": eval_set.source, "protocol": "offline" if offline else "online",
-           "system": system if isinstance(system, str) else getattr(system, "__name__", repr(system)), "k": k,
-           "answerer": answerer.spec, "judge": judge.spec, "embed_model": embed_model, "limit": limit,
-           "context_tokens": settings["context_tokens"], "bootstrap_resamples": settings["bootstrap_resamples"],
-           "bootstrap_seed": settings["bootstrap_seed"]}
+           "system": spec.name, "k": k, "retriever": spec.retriever,
+           "answerer": answerer.spec, "judge": judge.spec, "embed_model": (embed_model or "local") if embeds else None,
+           "limit": limit, "context_tokens": settings["context_tokens"],
+           "bootstrap_resamples": settings["bootstrap_resamples"], "bootstrap_seed": settings["bootstrap_seed"]}
     _check_identity(out, run)
     results_path = out / "results.jsonl"
     done = read_results(results_path)
-
     retrievals: list[Retrieval] = []
     scorers: dict[str, Scorer] = {}
-    cache = ResponseCache(out / "cache.sqlite")
-    workers = int(concurrency or settings["concurrency"])
-    llm = LLM(providers=provider_factory(timeout_s=float(settings["timeout_s"])), cache=cache, concurrency=workers,
-              max_repairs=int(settings["max_repairs"]), max_attempts=int(settings["max_attempts"]),
-              timeout_s=float(settings["timeout_s"]))
-    try:
-        for persona in eval_set.personas:
-            wanted = [q for q in persona.questions if q.key in keep]
-            if not wanted:
-                continue
-            skip = {q.key for q in persona.questions if q.key in done or q.key not in keep}
-            if len(skip) < len(persona.questions):
-                retrievals += retrieve_all(persona, make_system(), k, offline, skip)
-            scorers[persona.key] = Scorer(llm, answerer, judge, settings, persona, {t.id: t for t in persona.traces})
-        console.print(f"{len(questions)} question(s) over {len(scorers)} persona(s): {len(done.keys() & keep)} already "
-                      f"scored, {len(retrievals)} to score ({run['protocol']} protocol, system {run['system']})",
-                      highlight=False)
-        failed: dict[str, dict] = {}
+    cost = IngestCost()
+    for persona in eval_set.personas:
+        if not any(q.key in keep for q in persona.questions):
+            continue
+        skip = {q.key for q in persona.questions if q.key in done or q.key not in keep}
+        if len(skip) < len(persona.questions):
+            instance = make_system()
+            if callable(getattr(instance, "set_persona", None)):
+                instance.set_persona(persona.name, persona.language)
+            retrievals += retrieve_all(persona, instance, k, offline, skip, cost)
+        scorers[persona.key] = Scorer(shared.llm, answerer, judge, settings, persona,
+                                      {t.id: t for t in persona.traces})
+    console.print(f"{spec.name}: {len(questions)} question(s) over {len(scorers)} persona(s): "
+                  f"{len(done.keys() & keep)} already scored, {len(retrievals)} to score ({run['protocol']} "
+                  "protocol)", highlight=False)
+    failed: dict[str, dict] = {}
 
-        def finished(row: dict) -> None:
-            (done if row["error"] is None else failed)[row["key"]] = row
+    def finished(row: dict) -> None:
+        (done if row["error"] is None else failed)[row["key"]] = row
 
-        calls = asyncio.run(closing(llm, score_all(scorers, retrievals, results_path, workers, finished)))
-    finally:
-        cache.close()
+    calls = shared.loop.run(score_all(scorers, retrievals, results_path, shared.workers, finished))
     rows = [done[q.key] for q in questions if q.key in done]
     summary = summarize_rows(rows, eval_set, questions, settings, run, list(failed.values()))
     summary["calls"] = calls  # this invocation only (resumed rows cost nothing now)
+    summary["ingest"] = _ingest_record(out, cost, backbone, retrievals)
     write_json_atomic(out / "summary.json", summary)
     print_summary(summary, console)
     for row in list(failed.values())[:3]:
@@ -115,3 +236,22 @@ def run_eval(data, system, k, answerer_provider, answerer_model, judge_provider,
         for path in write_plots(summary, out):
             console.print(f"plot: {path}", highlight=False)
     return summary
+
+
+def _ingest_record(out: Path, cost: IngestCost, backbone: Backbone | None, retrievals: list[Retrieval]) -> dict:
+    """What building the memory cost (traces, seconds, LLM calls at ingest) and query latency, for this
+    invocation; a run that had nothing left to ask keeps the record of the run that did the work."""
+    path = out / "ingest.json"
+    if not cost.traces and path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    latencies = sorted(r.latency_s for r in retrievals if r.error is None)
+    record = {**cost.as_dict(),
+              "llm": backbone.calls() if backbone is not None else None,
+              "queries": len(latencies),
+              "query_ms_mean": round(1000 * statistics.fmean(latencies), 2) if latencies else None,
+              "query_ms_p95": round(1000 * latencies[int(0.95 * (len(latencies) - 1))], 2) if latencies else None}
+    write_json_atomic(path, record)
+    return record
+
+
+__all__ = ["run_eval", "parse_systems", "eval_settings", "BUILT_IN"]

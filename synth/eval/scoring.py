@@ -99,7 +99,7 @@ class Scorer:
         q = r.question
         stats = CallStats()
         traces = self._context(r.retrieved)
-        base = {"question": q.question, "question_time": q.time_text, "traces": traces}
+        base = {"question": q.question, "question_time": q.time_text, "traces": traces, "notes": r.notes}
         started = time.perf_counter()
 
         async def free() -> str:
@@ -133,13 +133,14 @@ class Scorer:
         answered = time.perf_counter()
         verdict = await self._ask(self.judge, "eval_judge_consistency", "eval_judge_consistency.j2",
                                   {"question": q.question, "statements": list(q.statements), "answer": q.answer,
-                                   "prediction": prediction}, ConsistencyJudgement, stats, judge=True)
+                                   "prediction": prediction, "unanswerable": q.question_type == "unanswerable"},
+                                  ConsistencyJudgement, stats, judge=True)
         # The rubric ties them: a hallucinated answer (truthfulness 0) scores 0 on consistency.
         consistency = 0 if verdict.truthfulness == 0 else verdict.consistency
         return {
             "key": q.key, "question_id": q.id, "persona": q.persona, "language": self.persona.language,
             "question_type": q.question_type, "dimension": q.dimension, "question_time": q.time_text,
-            "visible_traces": r.visible, "retrieved": r.retrieved, "retrieved_at_k": r.at_k,
+            "visible_traces": r.visible, "retrieved": r.retrieved, "retrieved_at_k": r.at_k, "notes": r.notes,
             "dropped_ids": r.dropped, "gold_trace_ids": q.gold_ids,
             "recall": recall_scores(r.at_k, q.evidence_sets),
             "prediction": prediction, "choice_response": choice_text, "chosen": letter,

@@ -1,4 +1,5 @@
-"""Memory systems under evaluation: the protocol a user implements, and the built-ins (oracle, flat, full).
+"""Memory systems under evaluation: the protocol a user implements, and the built-ins (oracle, oracle-traces, flat,
+full; memory and mem0 live in their own modules).
 
 A memory system sees a persona's digital traces one at a time, oldest first, and is asked to retrieve trace ids for a
 question at the question's time. Under the online protocol (the default) `synth eval` interleaves the two: before a
@@ -15,15 +16,13 @@ import datetime as dt
 import importlib
 import importlib.util
 import inspect
-import logging
-import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
-
+from synth.eval.index import BM25Index
 from synth.llm.base import InputError
 from synth.llm.fake import estimate_tokens
 
@@ -43,6 +42,10 @@ class MemorySystem(Protocol):
     Optional: answer(question, choices, question_time) -> str. A system that answers by itself (an agent) returns
     its text; `synth eval` then uses that text as the free-text prediction and parses the chosen letter from it
     ("B) …", "Answer: B", "答案：B") instead of calling the answerer model. Judges still run.
+    Optional: set_persona(name, language), called once after construction; prepare(), called before each retrieve
+    (heavy indexing goes here: it is timed as ingest cost, not as query latency); notes() -> list[str], called after
+    each retrieve: memory text (extracted memories, evidence statements) shown to the answerer beside the traces;
+    ingest_calls() -> dict with requests, provider_calls, input_tokens, output_tokens spent at ingest.
     """
 
     def ingest(self, trace: dict) -> None: ...
@@ -51,16 +54,20 @@ class MemorySystem(Protocol):
 
 
 class OracleSystem:
-    """The gold traces of each question (ignores k): the ceiling every retriever is measured against.
-    The runner hands it the gold ids through `set_gold` just before asking."""
+    """The paper's Oracle: each question's gold traces *and* its gold evidence statements (ignores k) — the ceiling
+    every memory system is measured against. The runner hands it the gold through `set_gold` just before asking;
+    the statements reach the answerer as notes beside the traces."""
 
     ignores_k = True  # the runner does not cut its list to k
+    with_statements = True
 
     def __init__(self) -> None:
         self._gold: list[str] = []
+        self._statements: list[str] = []
 
-    def set_gold(self, ids: list[str]) -> None:
+    def set_gold(self, ids: list[str], statements: list[str] | tuple[str, ...] = ()) -> None:
         self._gold = list(ids)
+        self._statements = list(statements) if self.with_statements else []
 
     def ingest(self, trace: dict) -> None:
         return None
@@ -68,104 +75,40 @@ class OracleSystem:
     def retrieve(self, question: str, k: int, question_time: dt.datetime | None) -> list[str]:
         return list(self._gold)
 
-
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_CJK = re.compile(r"[\u3400-\u9fff]")
-_jieba_ready = False
+    def notes(self) -> list[str]:
+        return list(self._statements)
 
 
-def tokenize(text: str) -> list[str]:
-    """English: lowercase word tokens. Chinese (any CJK present): jieba's search-mode cut, punctuation dropped."""
-    global _jieba_ready
-    if _CJK.search(text):
-        import jieba
+class OracleTracesSystem(OracleSystem):
+    """The gold traces only, no statements (`oracle-traces`: the Oracle before the paper's statements were added)."""
 
-        if not _jieba_ready:
-            jieba.setLogLevel(logging.WARNING)  # it logs its dictionary build on first use
-            _jieba_ready = True
-        return [t.lower() for t in jieba.cut_for_search(text) if t.strip() and (_CJK.search(t) or _WORD.search(t.lower()))]
-    return _WORD.findall(text.lower())
+    with_statements = False
 
 
-class BM25System:
-    """Flat top-k lexical retrieval over raw traces with bm25s; the index is rebuilt lazily after new traces."""
+class FlatSystem:
+    """Flat top-k over raw traces with a ranked index (BM25, dense or hybrid): the paper's "w/o memory" Flat."""
+
+    def __init__(self, index) -> None:
+        self.index = index
+        self.ids: list[str] = []
+
+    def ingest(self, trace: dict) -> None:
+        self.ids.append(trace["id"])
+        self.index.add([f"{trace.get('medium', '')} {trace.get('content', '')}"])
+
+    def prepare(self) -> None:
+        """Index what was ingested since the last query (timed as ingest, not as query latency)."""
+        self.index.prepare()
+
+    def retrieve(self, question: str, k: int, question_time: dt.datetime | None) -> list[str]:
+        return [self.ids[i] for i in self.index.search(question, k)]
+
+
+class BM25System(FlatSystem):
+    """Flat BM25 (bm25s; Chinese through jieba): the default `flat`, and the filter's related-trace finder."""
 
     def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.tokens: list[list[str]] = []
-        self._index = None
-
-    def ingest(self, trace: dict) -> None:
-        self.ids.append(trace["id"])
-        self.tokens.append(tokenize(f"{trace.get('medium', '')} {trace.get('content', '')}") or [""])
-        self._index = None
-
-    def _retriever(self):
-        if self._index is None:
-            import bm25s
-
-            self._index = bm25s.BM25()
-            self._index.index(self.tokens, show_progress=False)
-        return self._index
-
-    def retrieve(self, question: str, k: int, question_time: dt.datetime | None) -> list[str]:
-        if not self.ids:
-            return []
-        index = self._retriever()
-        query = [t for t in tokenize(question) if t in index.vocab_dict]
-        if not query:
-            return []
-        scores = index.get_scores(query)
-        order = np.argsort(-scores, kind="stable")[:k]
-        return [self.ids[i] for i in order if scores[i] > 0]
-
-
-class DenseSystem:
-    """Flat top-k by cosine similarity of embeddings from any OpenAI-compatible /embeddings endpoint."""
-
-    def __init__(self, model: str, base_url: str | None = None, batch: int = 64) -> None:
-        import os
-
-        import openai
-
-        key = os.environ.get("OPENAI_API_KEY")
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        if not key and not base_url:
-            raise InputError("--embed-model needs OPENAI_API_KEY or --base-url (an OpenAI-compatible server)")
-        self.client = openai.OpenAI(api_key=key or "not-needed", base_url=base_url)
-        self.model = model
-        self.batch = batch
-        self.ids: list[str] = []
-        self.pending: list[str] = []
-        self.vectors: list[np.ndarray] = []
-
-    def _embed(self, texts: list[str]) -> list[np.ndarray]:
-        import openai
-
-        out = []
-        for start in range(0, len(texts), self.batch):
-            try:
-                response = self.client.embeddings.create(model=self.model, input=texts[start:start + self.batch])
-            except openai.APIError as exc:
-                raise InputError(f"--embed-model {self.model}: the embeddings endpoint failed ({exc})") from None
-            for item in sorted(response.data, key=lambda d: d.index):
-                vector = np.asarray(item.embedding, dtype=np.float32)
-                out.append(vector / (np.linalg.norm(vector) or 1.0))
-        return out
-
-    def ingest(self, trace: dict) -> None:
-        self.ids.append(trace["id"])
-        self.pending.append(trace.get("content", "") or " ")
-
-    def retrieve(self, question: str, k: int, question_time: dt.datetime | None) -> list[str]:
-        if self.pending:  # embed new traces in batches, only when a question needs them
-            self.vectors.extend(self._embed(self.pending))
-            self.pending = []
-        if not self.vectors:
-            return []
-        query = self._embed([question])[0]
-        scores = np.stack(self.vectors) @ query
-        return [self.ids[i] for i in np.argsort(-scores, kind="stable")[:k]]
+        super().__init__(BM25Index())
 
 
 class FullContextSystem:
@@ -194,7 +137,7 @@ def _load_class(spec: str) -> type:
     """`module:Class` (importable from the working directory) or `path/to/file.py:Class`."""
     target, _, name = spec.rpartition(":")
     if not target or not name:
-        raise InputError(f"--system: '{spec}' is not oracle, flat, full or module:Class")
+        raise InputError(f"--system: '{spec}' is not one of {', '.join(BUILT_IN)} or module:Class")
     return _checked_class(spec, getattr(_import_target(spec, target), name, None), target, name)
 
 
@@ -270,15 +213,49 @@ def plugin_factory(spec: str) -> Callable[[], MemorySystem]:
     return _made_now(build)
 
 
-def system_factory(spec: str | Callable[[], MemorySystem], embed_model: str | None = None,
-                   base_url: str | None = None, full_budget_tokens: int = 100_000) -> Callable[[], MemorySystem]:
+@dataclass
+class SystemOptions:
+    """What the built-in systems are made with: the [eval] settings, the embedder and the backbone LLM."""
+
+    retriever: str = "bm25"
+    settings: dict = field(default_factory=dict)
+    embedder: Callable[[], Any] | None = None  # makes (or hands out the shared) embedder; None: bundled offline
+    backbone: Any = None  # synth.eval.backbone.Backbone, for systems that call an LLM at ingest
+
+
+BUILT_IN = ("oracle", "oracle-traces", "flat", "full", "memory", "mem0")
+
+
+def system_factory(spec: str | Callable[[], MemorySystem], options: SystemOptions | None = None
+                   ) -> Callable[[], MemorySystem]:
     """A maker of fresh systems (one per persona) from a --system value; a callable is taken as it is."""
+    options = options or SystemOptions()
     if callable(spec):
         return spec
     if spec == "oracle":
         return OracleSystem
-    if spec == "flat":
-        return _made_now(lambda: DenseSystem(embed_model, base_url)) if embed_model else BM25System
+    if spec == "oracle-traces":
+        return OracleTracesSystem
     if spec == "full":
-        return lambda: FullContextSystem(full_budget_tokens)
+        return lambda: FullContextSystem(int(options.settings.get("full_context_tokens", 100_000)))
+    if spec in ("flat", "memory", "mem0"):
+        return _made_now(_built_in(spec, options))
     return plugin_factory(spec)
+
+
+def _built_in(spec: str, options: SystemOptions) -> Callable[[], MemorySystem]:
+    from synth.eval.index import make_index
+
+    def index():
+        return make_index(options.retriever, options.embedder, int(options.settings.get("rrf_k", 60)),
+                          int(options.settings.get("rrf_depth", 100)))
+
+    if spec == "flat":
+        return lambda: FlatSystem(index())
+    if spec == "memory":
+        from synth.eval.memory import ExtractedMemorySystem
+
+        return lambda: ExtractedMemorySystem(index(), options.backbone, options.settings)
+    from synth.eval.mem0_adapter import Mem0System
+
+    return lambda: Mem0System(options.embedder, options.backbone, options.settings)
