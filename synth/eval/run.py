@@ -8,6 +8,7 @@ command (`--system a,b,c`) share one event loop, one LLM client, one response ca
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,7 +250,7 @@ def _ingest_record(out: Path, cost: IngestCost, backbone: Backbone | None, retri
               "llm": backbone.calls() if backbone is not None else None,
               "queries": len(latencies),
               "query_ms_mean": round(1000 * statistics.fmean(latencies), 2) if latencies else None,
-              "query_ms_p95": round(1000 * latencies[int(0.95 * (len(latencies) - 1))], 2) if latencies else None}
+              "query_ms_p95": round(1000 * latencies[math.ceil(0.95 * len(latencies)) - 1], 2) if latencies else None}
     write_json_atomic(path, record)
     return record
 
