@@ -65,11 +65,15 @@ def _import_mem0():
     os.environ.setdefault("MEM0_TELEMETRY", "False")
     os.environ.setdefault("MEM0_DIR", str(Path.home() / ".cache" / "synth" / "mem0"))
     try:
-        from mem0 import Memory
+        import mem0.memory.main as mem0_main
+        import mem0.memory.telemetry as mem0_telemetry
         from qdrant_client import QdrantClient
     except ImportError:
         raise InputError("--system mem0 needs the mem0ai library: pip install 'synth[mem0]'") from None
-    return Memory, QdrantClient
+    # If mem0 was imported before us, the environment came too late: switch its telemetry off where it is read.
+    mem0_telemetry.MEM0_TELEMETRY = False
+    mem0_main.MEM0_TELEMETRY = False
+    return mem0_main.Memory, QdrantClient
 
 
 class Mem0System:
