@@ -8,7 +8,7 @@ OUT ?= outputs/$(or $(PRESET),default)
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: install install-local install-local-portable dataset lint test test-fast bench clean browser
+.PHONY: install install-local install-local-portable dataset lint test test-fast bench eval-bench clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,9 @@ test-fast: $(STAMP) lint browser
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
+
+eval-bench: $(STAMP)
+	$(BIN)/python benchmarks/eval_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/browser/node_modules
