@@ -134,6 +134,20 @@ class EvalSettings(Section):
     memory_max_per_trace: int = Field(ge=1)
     memory_trace_chars: int = Field(ge=1)
     mem0_top_k: int = Field(ge=1)
+    tree_consolidate_every: int = Field(ge=1)
+    tree_prior_log_odds: float
+    tree_decay_per_day: float = Field(ge=0)
+    tree_evidence_weight: float = Field(ge=0)
+    tree_link_similarity: float = Field(ge=-1, le=1)
+    tree_link_threshold: float
+    tree_validate_candidates: int = Field(ge=1)
+    tree_cluster_similarity: float = Field(ge=-1, le=1)
+    tree_min_support: int = Field(ge=1)
+    tree_root_confidence: float = Field(ge=0, le=1)
+    tree_root_min_mids: int = Field(ge=1)
+    tree_prune_confidence: float = Field(ge=0, le=1)
+    tree_confidence_weight: float = Field(ge=0)
+    tree_budget_tokens: int = Field(ge=1)
 
 
 class ExportSettings(Section):

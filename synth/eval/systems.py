@@ -223,7 +223,7 @@ class SystemOptions:
     backbone: Any = None  # synth.eval.backbone.Backbone, for systems that call an LLM at ingest
 
 
-BUILT_IN = ("oracle", "oracle-traces", "flat", "full", "memory", "mem0")
+BUILT_IN = ("oracle", "oracle-traces", "flat", "full", "memory", "mem0", "tree")
 
 
 def system_factory(spec: str | Callable[[], MemorySystem], options: SystemOptions | None = None
@@ -238,7 +238,7 @@ def system_factory(spec: str | Callable[[], MemorySystem], options: SystemOption
         return OracleTracesSystem
     if spec == "full":
         return lambda: FullContextSystem(int(options.settings.get("full_context_tokens", 100_000)))
-    if spec in ("flat", "memory", "mem0"):
+    if spec in ("flat", "memory", "mem0", "tree"):
         return _made_now(_built_in(spec, options))
     return plugin_factory(spec)
 
@@ -256,6 +256,10 @@ def _built_in(spec: str, options: SystemOptions) -> Callable[[], MemorySystem]:
         from synth.eval.memory import ExtractedMemorySystem
 
         return lambda: ExtractedMemorySystem(index(), options.backbone, options.settings)
+    if spec == "tree":
+        from synth.eval.tree import PersonaTreeSystem
+
+        return lambda: PersonaTreeSystem(options.embedder, options.backbone, options.settings)
     from synth.eval.mem0_adapter import Mem0System
 
     return lambda: Mem0System(options.embedder, options.backbone, options.settings)
