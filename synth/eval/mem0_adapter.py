@@ -9,6 +9,7 @@ the trace id and time in the memory's metadata; a memory found maps back to its 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import uuid
 from pathlib import Path
@@ -73,6 +74,9 @@ def _import_mem0():
     # If mem0 was imported before us, the environment came too late: switch its telemetry off where it is read.
     mem0_telemetry.MEM0_TELEMETRY = False
     mem0_main.MEM0_TELEMETRY = False
+    # It warns on every add that spaCy and fastembed are absent (it falls back to plain text and to semantic search
+    # only, as the README says); keep its errors, not that.
+    logging.getLogger("mem0").setLevel(logging.ERROR)
     return mem0_main.Memory, QdrantClient
 
 
