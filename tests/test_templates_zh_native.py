@@ -29,6 +29,8 @@ FIELD_NAMES = {
     "states_answer", "options",
     # the lived-life planner's fields (issue 15)
     "new_people", "new_places", "relation", "reasons",
+    # the memory systems of synth eval (issue 16)
+    "memories", "summary", "scene_tags", "emotion", "pattern_type", "trait_type", "claim", "level",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
@@ -128,12 +130,22 @@ def _qa(name: str, question_type: str) -> dict | None:
         "filter_blind.j2": {**QUESTION, "choices": CHOICES},
         "filter_single_trace.j2": {**QUESTION, "choices": CHOICES, "traces": TRACES},
         "filter_inference.j2": {**QUESTION, "answer": "我更愿意先听。", "evidence": QA_EVIDENCE},
-        "eval_answer_free.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES},
-        "eval_answer_choice.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES, "choices": CHOICES},
+        "eval_answer_free.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES, "notes": ["我让大家先说困难。"]},
+        "eval_answer_choice.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES, "choices": CHOICES,
+                                  "notes": ["我让大家先说困难。"]},
         "eval_judge_memory.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES, "answer": "我更愿意先听。",
-                                 "statements": ["周会上她让每个人先说自己的困难。"]},
+                                 "statements": ["周会上她让每个人先说自己的困难。"], "notes": ["我让大家先说困难。"]},
         "eval_judge_consistency.j2": {"question": QUESTION["question"], "name": "林晓梅", "answer": "我更愿意先听。",
-                                      "statements": ["周会上她让每个人先说自己的困难。"], "prediction": "我先听大家说。"},
+                                      "statements": ["周会上她让每个人先说自己的困难。"], "prediction": "我先听大家说。",
+                                      "unanswerable": unanswerable},
+        "eval_memory_extract.j2": {"name": "林晓梅", "most": 5, "time": "2023-02-06T21:00", "medium": "diary",
+                                   "content": "今天的周会比我想的顺利。"},
+        "eval_tree_leaf.j2": {"name": "林晓梅", "time": "2023-02-06T21:00", "medium": "diary",
+                              "content": "今天的周会比我想的顺利。"},
+        "eval_tree_validate.j2": {"name": "林晓梅", "pattern": "她喜欢先听别人说。", "event": "周会上她让大家先说困难。"},
+        "eval_tree_mid.j2": {"name": "林晓梅", "events": ["周会上她让大家先说困难。", "她请陈露先讲方案。"]},
+        "eval_tree_root.j2": {"name": "林晓梅", "patterns": ["她喜欢先听别人说。"]},
+        "eval_tree_route.j2": {"name": "林晓梅", "question": "周会后你对带团队的看法有什么变化？"},
         "llm_repair.j2": {"error": "字段缺失"},
         "translate_trace.j2": {"name": "林晓梅", "names": ["林晓梅", "周建国"], "source_language": "en",
                                "medium": "diary", "content": "今天的周会比我想的顺利。"},
