@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSTEMS = ("oracle", "oracle-traces", "full", "flat", "flat-dense", "flat-hybrid", "memory", "mem0")
+SYSTEMS = ("oracle", "oracle-traces", "full", "flat", "flat-dense", "flat-hybrid", "memory", "mem0", "tree")
 
 
 def _env(words: int) -> dict[str, str]:

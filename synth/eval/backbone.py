@@ -79,5 +79,6 @@ class Backbone:
 
     def calls(self) -> dict:
         return {"requests": self.stats.requests, "provider_calls": self.stats.provider_calls,
-                "cache_hits": self.stats.cache_hits, "input_tokens": self.stats.usage.input_tokens,
+                "cache_hits": self.stats.cache_hits, "repairs": self.stats.repairs,
+                "input_tokens": self.stats.usage.input_tokens,
                 "output_tokens": self.stats.usage.output_tokens, "failed": self.failed}
