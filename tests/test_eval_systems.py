@@ -487,3 +487,18 @@ def test_tree_end_to_end_through_the_fake_provider(tmp_path):
     assert summary["ingest"]["llm"]["requests"] >= 6 + 4  # a leaf per trace and a route per question, at least
     rows = _rows(tmp_path / "run")
     assert all(set(r["retrieved"]) <= {f"t{i}" for i in range(1, 7)} for r in rows)
+
+
+def test_online_ingest_stops_at_the_last_question_still_to_ask(tmp_path):
+    from synth.eval.data import load_eval_set
+    from synth.eval.protocol import IngestCost, retrieve_all
+    from tests.test_eval import SpySystem
+
+    write_release(tmp_path / "data")
+    (persona,) = load_eval_set(tmp_path / "data").personas
+    first = min(persona.questions, key=lambda q: q.question_time)  # q1, asked on 2022-03-10: t1–t3 are visible
+    spy, cost = SpySystem(), IngestCost()
+    skip = {q.key for q in persona.questions if q is not first}
+    (only,) = retrieve_all(persona, spy, k=3, offline=False, skip=skip, cost=cost)
+    assert only.question is first and cost.traces == 3 == len(spy.fed)
+    assert retrieve_all(persona, SpySystem(), k=3, offline=False, skip={q.key for q in persona.questions}) == []

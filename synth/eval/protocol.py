@@ -109,18 +109,24 @@ def retrieve_all(persona: EvalPersona, system: MemorySystem, k: int, offline: bo
                 broken = f"{fault} (no later question of this persona is asked)"
         cost.seconds += time.perf_counter() - start
 
+    # Online, feeding stops after the last question still to ask: traces after it would cost ingest (embeddings,
+    # LLM extraction) and answer nothing (a resumed run or --limit leaves later questions out).
+    ordered = _by_question_time(persona.questions)
+    to_ask = [q for q in ordered if q.key not in skip]
+    if not to_ask:
+        return []
     if offline:
         feed(lambda trace: True)
     out = []
-    for question in _by_question_time(persona.questions):
+    for question in ordered:
         if not offline:
             feed(lambda trace, asked=question: _visible(trace, asked))
         if question.key in skip:
             continue
-        if broken is not None:
-            out.append(Retrieval(question, [], 0.0, fed, error=broken))
-            continue
-        out.append(_ask(system, question, k, known, given, fed))
+        out.append(Retrieval(question, [], 0.0, fed, error=broken) if broken is not None
+                   else _ask(system, question, k, known, given, fed))
+        if question is to_ask[-1]:
+            break
     return out
 
 
