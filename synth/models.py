@@ -105,6 +105,9 @@ class MajorEvent(Record):
     end: dt.date
     arc_states: list[ArcState]
     seed_id: str | None = None
+    # "everyday": a stretch of ordinary life between major events, made by code (no title of its own); its arc
+    # states are those reached before it — arcs never move outside a major event's phases
+    kind: Literal["major", "everyday"] = "major"
 
 
 class Snapshot(BaseModel):
@@ -126,6 +129,21 @@ class Phase(Record):
     end: dt.date
     snapshot_before: Snapshot
     snapshot_after: Snapshot
+    # each arc's anchor state at the phase's end; a change from the previous phase is lived inside this phase
+    arc_states: list[ArcState] = []
+
+
+class Person(Record):
+    """One entry of a persona's registry of people and places (people.jsonl): the relations, then whoever a phase
+    introduced, with the phase and day of their first appearance."""
+
+    kind: Literal["person", "place"]
+    name: str
+    relation: str  # a person: how they relate to the persona; a place: what it is
+    description: str
+    origin: Literal["relation", "introduced"]
+    first_phase_id: str | None = None
+    first_date: dt.date | None = None
 
 
 class Event(Record):
@@ -153,6 +171,7 @@ class Trace(Record):
     audience: str
     content: str
     tokens: int = 0
+    reasons: str = ""  # the planner's reasons for the medium (never shown to the writer)
 
 
 class EvidenceRef(BaseModel):
@@ -283,6 +302,7 @@ FILES: dict[str, type[Record]] = {
     "arcs.jsonl": LifeArc,
     "major_events.jsonl": MajorEvent,
     "phases.jsonl": Phase,
+    "people.jsonl": Person,
     "events.jsonl": Event,
     "evidence.jsonl": Evidence,
     "traces.jsonl": Trace,

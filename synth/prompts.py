@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jinja2
 
+from synth.calendar import weekday
 from synth.conf import CONFIG_DIR, _load
 from synth.llm.base import InputError
 
@@ -86,6 +87,7 @@ def environment(root: str) -> jinja2.Environment:
     env.filters["sentence"] = sentence
     env.globals["label"] = lambda group, value, language: label(value, group, language)
     env.globals["pronoun"] = pronoun
+    env.filters["weekday"] = weekday  # Monday 0 … Sunday 6; the templates name it in their language
     return env
 
 

@@ -69,12 +69,15 @@ def signature_parts(stage: Stage, seed: PersonaSeed, directory: Path, config: di
             return None
         inputs[name] = file_hash(path)
     templates = {name: template_source_hash(name) for name in stage.templates}
+    floors = config.get("task_max_tokens", {})
     settings = {
         "routes": {task: r.spec for task, r in sorted(routes.items())},
         "section": config.get(stage.name, {}),
         "timeline_days": config.get("timeline_days", 0),
         "temperature": config.get("temperature"),
         "max_tokens": config.get("max_tokens"),
+        "task_max_tokens": {k: floors[k] for t in stage.templates if (k := t.removesuffix(".j2")) in floors},
+        "holiday_countries": config.get("holiday_countries"),
     }
     if stage.judges:
         settings["judge_temperature"] = config.get("judge_temperature")

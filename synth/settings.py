@@ -26,6 +26,7 @@ class PersonaSettings(Section):
 
 class ArcsSettings(Section):
     arcs_per_dimension: int = Field(ge=1)
+    everyday_min_days: int = Field(ge=1)  # a gap between major events this long or longer becomes everyday life
     anchor_states: int = Field(ge=2)
     added_seeds: int = Field(ge=0)
     max_kept_seeds: int = Field(ge=1)
@@ -35,12 +36,25 @@ class ArcsSettings(Section):
 
 class PhasesSettings(Section):
     phases_per_event: int = Field(ge=1)
+    everyday_phase_days: int = Field(ge=1)  # an everyday stretch is split into phases of at most this many days
+    new_people: int = Field(ge=0)  # people (and as many places) a phase may add to the registry at most
 
 
 class EventsSettings(Section):
-    events_per_phase: int = Field(ge=1)
+    events_per_week: float = Field(gt=0)  # a phase's events: its length in weeks times this, within the bounds
+    min_events: int = Field(ge=1)
+    max_events: int = Field(ge=1)
     min_evidence: int = Field(ge=1)
     max_evidence: int = Field(ge=1)
+    everyday_share: float = Field(ge=0, lt=1)  # target share of everyday events (and so traces) in the persona's
+    max_gap_days: int = Field(ge=1)  # an everyday phase gets at least one event per this many days
+    recent_phases: int = Field(ge=0)  # the phases before a phase, shown to its events prompt (continuity)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "EventsSettings":
+        if self.min_events > self.max_events:
+            raise ValueError(f"min_events {self.min_events} is above max_events {self.max_events}")
+        return self
 
 
 class TracesSettings(Section):
@@ -48,12 +62,16 @@ class TracesSettings(Section):
     min_words: int = Field(ge=1)
     max_words: int = Field(ge=1)
     max_delay_hours: int = Field(ge=0)
-    media: dict[str, float]  # relative weights of the media mix; at least one must be positive
+    zh_chars_per_word: float = Field(gt=0)  # Chinese limits are characters: the word limits times this
+    voice_examples: int = Field(ge=0)  # the person's latest traces of the same medium shown to the writer
+    # per language: relative weights of the media mix (a target over the persona's traces, not forced per event)
+    media: dict[Literal["en", "zh"], dict[str, float]]
 
     @model_validator(mode="after")
     def _some_medium(self) -> "TracesSettings":
-        if not any(w > 0 for w in self.media.values()):
-            raise ValueError("media: at least one medium needs a positive weight")
+        for language, weights in self.media.items():
+            if not any(w > 0 for w in weights.values()):
+                raise ValueError(f"media.{language}: at least one medium needs a positive weight")
         if self.min_words > self.max_words:
             raise ValueError(f"min_words {self.min_words} is above max_words {self.max_words}")
         return self
@@ -167,6 +185,8 @@ class Settings(Section):
     temperature: float = Field(ge=0)
     judge_temperature: float = Field(ge=0)
     max_tokens: int = Field(ge=1)
+    task_max_tokens: dict[str, int]  # per template (without .j2): the answer room that task needs at least
+    holiday_countries: dict[Literal["en", "zh"], str]  # public holidays shown in dated prompts, per language
     persona: PersonaSettings
     arcs: ArcsSettings
     phases: PhasesSettings

@@ -22,7 +22,7 @@ from synth.conf import Route
 from synth.jsonl import Journal, read_records
 from synth.llm.base import BudgetExceeded, GenerationFailed, LLMRequest, Settings, SynthError
 from synth.llm.client import LLM, CallStats
-from synth.models import FILES, MCQ, QA, Event, Evidence, LifeArc, MajorEvent, Persona, Phase, Trace
+from synth.models import FILES, MCQ, QA, Event, Evidence, LifeArc, MajorEvent, Person, Persona, Phase, Trace
 from synth.personas import PersonaSeed
 from synth.prompts import render
 
@@ -109,6 +109,10 @@ class StageContext:
         return self.read("phases.jsonl")
 
     @property
+    def people(self) -> list[Person]:
+        return self.read("people.jsonl")
+
+    @property
     def events(self) -> list[Event]:
         return self.read("events.jsonl")
 
@@ -139,7 +143,9 @@ class StageContext:
         settings = Settings(
             # judges decide, they do not write: they answer at judge_temperature (0 by default)
             temperature=self.settings.judge_temperature if task in self.stage.judges else self.settings.temperature,
-            max_tokens=max_tokens or self.settings.max_tokens,
+            # a task's configured floor (task_max_tokens) wins over a smaller run-wide or estimated room
+            max_tokens=max(max_tokens or self.settings.max_tokens,
+                           self.settings.task_max_tokens.get(template.removesuffix(".j2"), 0)),
         )
         request = LLMRequest(task=task, messages=messages, json_schema=schema_of(model), settings=settings,
                              sample=sample, schema_name=task)

@@ -109,7 +109,7 @@ def test_persona_variables_render_the_template():
 
 POOL = [SeedConcept(name=f"s{i}", title=f"Seed {i}", title_zh=f"种子{i}", category="c", description=f"about {i}",
                     description_zh=f"关于{i}") for i in range(4)]
-ARCS_SECTION = ArcsSettings(arcs_per_dimension=1, anchor_states=3, added_seeds=2, max_kept_seeds=10,
+ARCS_SECTION = ArcsSettings(arcs_per_dimension=1, everyday_min_days=3, anchor_states=3, added_seeds=2, max_kept_seeds=10,
                             major_events_per_year=12, min_major_events=2)
 
 
@@ -225,19 +225,20 @@ def test_phase_count_never_exceeds_the_event_days():
     assert phases_stage.phase_count(major(1, START, dt.date(2022, 1, 2), arcs()), 3) == 2
 
 
-def test_phase_variables_show_the_previous_phase_only_inside_the_event():
+def test_phase_variables_show_the_previous_phase_and_the_new_context():
     previous = phase(0, dt.date(2022, 1, 1), dt.date(2022, 1, 4))
     slot = phases_stage.phase_slot(TEN_DAYS, 1, 3, previous)
-    variables = phases_stage.phase_variables(persona(), arcs(), slot, snapshot("a"), previous)
+    variables = phases_stage.phase_variables(persona(), arcs(), slot, snapshot("a"), previous, [], [], [], 2)
     assert list(variables) == ["persona", "arcs", "event", "snapshot", "k", "count", "start_day", "low", "high",
-                               "start_date", "previous"]
+                               "start_date", "previous", "moves", "people", "holidays", "newcomers"]
     assert (variables["k"], variables["count"], variables["start_day"], variables["low"], variables["high"]) == (
         1, 3, 4, 4, 8)
     assert variables["start_date"] == "2022-01-05"
     assert variables["previous"]["title"] == "P0" and variables["snapshot"]["focus"] == "focus a"
     assert [s["arc"] for s in variables["event"]["states"]] == ["Trust", "Trust (2)"]
-    first = phases_stage.phase_slot(TEN_DAYS, 0, 3, previous)
-    assert phases_stage.phase_variables(persona(), arcs(), first, snapshot("a"), previous)["previous"] is None
+    # the phase before is shown even from another event (continuity); the slot of a first phase ignores it
+    first = phases_stage.phase_slot(TEN_DAYS, 0, 3, None)
+    assert phases_stage.phase_variables(persona(), arcs(), first, snapshot("a"), None, [], [], [], 2)["previous"] is None
 
 
 def test_phase_view_clamps_the_end_into_the_slot_and_build_phase_mints_the_id():
@@ -246,8 +247,8 @@ def test_phase_view_clamps_the_end_into_the_slot_and_build_phase_mints_the_id():
                                                             "end_day": 9})
     view = phases_stage.phase_view(draft, slot)
     assert view == {"title": "Nights", "description": "d", "start": "2022-01-01", "end": "2022-01-08"}
-    update = phases_stage.update_variables(persona(), arcs(), TEN_DAYS, snapshot("a"), view)
-    assert list(update) == ["persona", "arcs", "event", "snapshot", "phase"] and update["phase"] is view
+    update = phases_stage.update_variables(persona(), arcs(), TEN_DAYS, snapshot("a"), view, [])
+    assert list(update) == ["persona", "arcs", "event", "snapshot", "phase", "moves"] and update["phase"] is view
     built = phases_stage.build_phase(persona(), slot, view, snapshot("a"), snapshot("b"))
     assert (built.id, built.major_event_id, built.index) == (mint_id("m0", "phase", 0), "m0", 0)
     assert (built.start, built.end) == (dt.date(2022, 1, 1), dt.date(2022, 1, 8))
@@ -263,15 +264,18 @@ def test_to_snapshot_maps_statuses_to_arcs_in_order():
 
 def test_phases_run_chains_every_phase_to_the_one_before():
     later = major(1, dt.date(2022, 1, 15), dt.date(2022, 1, 16), arcs())
-    ctx = SimpleNamespace(persona=persona(), arcs=arcs(), major_events=[later, TEN_DAYS],
-                          section=SimpleNamespace(phases_per_event=3))
-    chain = phases_stage.PhasesRun(ctx).chain()
+    ctx = SimpleNamespace(persona=persona(), arcs=arcs(), major_events=[later, TEN_DAYS], language="en",
+                          settings=SimpleNamespace(holiday_countries={}),
+                          section=SimpleNamespace(phases_per_event=3, everyday_phase_days=21))
+    run = phases_stage.PhasesRun(ctx)
+    chain = run.chain()
     keys = [key for key, _ in chain]
     assert keys == [mint_id("m0", "phase", k) for k in range(3)] + [mint_id("m1", "phase", k) for k in range(2)]
     args = [unit.args for _, unit in chain]
     assert [(event.id, k, count) for event, k, count, _ in args] == [
         ("m0", 0, 3), ("m0", 1, 3), ("m0", 2, 3), ("m1", 0, 2), ("m1", 1, 2)]
-    assert [previous for *_, previous in args] == [None, *keys[:-1]], "one chain across events"
+    # each unit reads the one before it by position: one chain across events
+    assert [position for *_, position in args] == list(range(5)) and run.keys == keys
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -281,8 +285,8 @@ def test_phases_variables_render_their_templates(language):
     view = {"title": "Nights", "description": "d", "start": "2022-01-05", "end": "2022-01-08"}
     for name, variables in [
         ("phases_init.j2", phases_stage.init_variables(p, arcs(), TEN_DAYS)),
-        ("phases_generate.j2", phases_stage.phase_variables(p, arcs(), slot, snapshot("a"), previous)),
-        ("phases_update.j2", phases_stage.update_variables(p, arcs(), TEN_DAYS, snapshot("a"), view)),
+        ("phases_generate.j2", phases_stage.phase_variables(p, arcs(), slot, snapshot("a"), previous, [], [], [], 2)),
+        ("phases_update.j2", phases_stage.update_variables(p, arcs(), TEN_DAYS, snapshot("a"), view, [])),
     ]:
         text = "\n".join(m["content"] for m in render(name, language=language, **variables))
         assert "Trust (2)" in text, name
@@ -290,8 +294,26 @@ def test_phases_variables_render_their_templates(language):
 
 # ------------------------------------------------------------------------------------------ events
 
+EVENTS_SECTION = EventsSettings(events_per_week=3, min_events=2, max_events=8, min_evidence=2, max_evidence=4,
+                                everyday_share=0.33, max_gap_days=10, recent_phases=3)
+
+
+def test_event_quota_is_proportional_to_the_phase_length_within_bounds():
+    counts = {days: events_stage.event_quota(EVENTS_SECTION, days).count for days in (1, 3, 7, 12, 14, 60)}
+    assert counts == {1: 2, 3: 2, 7: 3, 12: 5, 14: 6, 60: 8}
+
+
+def test_everyday_quotas_take_the_share_and_keep_the_gap():
+    # 20 major events at a third: 10 everyday ones, shared 1:3 by length; a 30-day phase needs 3 for the gap
+    quotas = events_stage.everyday_quotas(EVENTS_SECTION, 20, [10, 30])
+    # round(0.33 / 0.67 * 20) = 10 over [2.5, 7.5]: the tie's remainder goes to the first
+    assert [q.count for q in quotas] == [3, 7] and all(q.min_evidence == 1 for q in quotas)
+    none = events_stage.everyday_quotas(EVENTS_SECTION.model_copy(update={"everyday_share": 0}), 20, [10, 31])
+    assert [q.count for q in none] == [1, 4], "no share: only the longest-gap floor"
+
+
 def test_event_quota_keeps_the_evidence_range_non_empty():
-    section = EventsSettings(events_per_phase=4, min_evidence=3, max_evidence=2)
+    section = EVENTS_SECTION.model_copy(update={"events_per_week": 4, "min_evidence": 3, "max_evidence": 2})
     assert events_stage.event_quota(section) == events_stage.EventQuota(4, 3, 3)
     assert events_stage.event_quota(section.model_copy(update={"max_evidence": 5})) == events_stage.EventQuota(4, 3, 5)
 
@@ -302,7 +324,8 @@ def test_events_variables():
     variables = events_stage.events_variables(persona(), arcs(), TEN_DAYS, ph, quota, ["Sam", "Sam (2)"])
     assert variables == {**persona_and_arcs(persona(), arcs()), "event": variables["event"],
                          "phase": ph.model_dump(mode="json"), "days": 4, "count": 2, "min_evidence": 1,
-                         "max_evidence": 3, "people": ["Sam", "Sam (2)"]}
+                         "max_evidence": 3, "people": ["Sam", "Sam (2)"], "moves": [], "introduced": [],
+                         "recent": [], "holidays": []}
     assert variables["event"]["id"] == "m0" and len(variables["event"]["states"]) == 2
     text = "\n".join(m["content"] for m in render("events_generate.j2", language="en", **variables))
     assert "Sam (2)" in text

@@ -148,8 +148,37 @@ def aligned(rows: list[list[int]], arcs: list[LifeArc]) -> list[list[int]]:
     return out
 
 
+def everyday_spans(spans: list[tuple[int, int]], days: int, min_days: int) -> list[tuple[int, int, int]]:
+    """The gaps of the timeline between (before, after) the placed major-event spans that last at least
+    `min_days`, as (start, end, index of the major event before it or -1): the everyday life lived there."""
+    out, cursor, before = [], 0, -1
+    for i, (start, end) in enumerate([*spans, (days, days)]):
+        if start - cursor >= min_days:
+            out.append((cursor, start - 1, before))
+        cursor, before = max(cursor, end + 1), i
+    return out
+
+
+def build_everyday(persona: Persona, arcs: list[LifeArc], majors: list[MajorEvent],
+                   spans: list[tuple[int, int, int]]) -> list[MajorEvent]:
+    """Everyday stretches as records of major_events.jsonl (kind "everyday"): their arc states are those reached
+    before them (the first state before the first major event), so no arc moves in a gap."""
+    out = []
+    for n, (start, end, before) in enumerate(spans):
+        states = (list(majors[before].arc_states) if before >= 0
+                  else [ArcState(arc_id=arc.id, anchor_index=0) for arc in arcs])
+        out.append(MajorEvent(
+            id=mint_id(persona.id, "everyday", n), persona_id=persona.id, index=len(majors) + n, title="",
+            description="", start=persona.start + dt.timedelta(days=start),
+            end=persona.start + dt.timedelta(days=end), arc_states=states, kind="everyday",
+        ))
+    return out
+
+
 def build_major_events(persona: Persona, seeds: list[EventSeed], arcs: list[LifeArc],
-                       answer: BaseModel) -> list[MajorEvent]:
+                       answer: BaseModel, everyday_min_days: int | None = None) -> list[MajorEvent]:
+    """The drafted major events placed on the timeline, then (when `everyday_min_days` is set) the everyday
+    stretches filling the gaps between them, in time order."""
     days = (persona.end - persona.start).days + 1
     drafts = sorted(answer.events, key=lambda d: (min(d.start_day, d.end_day), max(d.start_day, d.end_day)))
     spans = place([(min(d.start_day, d.end_day), max(d.start_day, d.end_day)) for d in drafts], days)
@@ -163,7 +192,10 @@ def build_major_events(persona: Persona, seeds: list[EventSeed], arcs: list[Life
             end=persona.start + dt.timedelta(days=end), seed_id=seed_ids.get(draft.seed),
             arc_states=[ArcState(arc_id=arc.id, anchor_index=k) for arc, k in zip(arcs, row, strict=True)],
         ))
-    return events
+    if everyday_min_days is None:
+        return events
+    everyday = build_everyday(persona, arcs, events, everyday_spans(spans, days, everyday_min_days))
+    return sorted(events + everyday, key=lambda e: e.start)
 
 
 # ------------------------------------------------------------------------------------------ the stage
@@ -245,7 +277,8 @@ class ArcsRun:
         variables = major_event_variables(self.persona, seeds, arcs, count)
         answer = await self.ctx.ask("arcs", "arcs_major_events.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, count * (160 + 8 * len(arcs))))
-        return {"major_events.jsonl": build_major_events(self.persona, seeds, arcs, answer)}
+        return {"major_events.jsonl": build_major_events(self.persona, seeds, arcs, answer,
+                                                         self.section.everyday_min_days)}
 
     async def run(self) -> None:
         await self.ctx.units([(SEEDS_KEY, self.seed_pool), (PLAN_KEY, self.plan_arcs),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from synth.models import LifeArc, MajorEvent, Persona, Trace
+from synth.models import ArcState, LifeArc, MajorEvent, Persona, Trace
 from synth.settings import DistractorsSettings, FilterSettings, QASettings
 from synth.stage import StageContext
 
@@ -59,6 +59,25 @@ def event_view(event: MajorEvent, arcs: list[LifeArc]) -> dict:
             states.append({"arc": labels[arc.id], "index": state.anchor_index, "label": anchor.label,
                            "description": anchor.description})
     return {**event.model_dump(mode="json"), "states": states}
+
+
+def arc_moves(arcs: list[LifeArc], before: dict[str, int], after: dict[str, int]) -> list[dict]:
+    """Per arc, as the phase prompts show it: the state it is in (with trigger and cues) and every state this
+    phase brings about — never a state beyond the phase's end."""
+    labels = {view["id"]: view["label"] for view in arc_views(arcs)}
+    out = []
+    for arc in arcs:
+        top = len(arc.anchor_states) - 1
+        now = min(before.get(arc.id, 0), top)
+        then = min(max(after.get(arc.id, now), now), top)
+        out.append({"arc": labels[arc.id], "index": now, "state": arc.anchor_states[now].model_dump(mode="json"),
+                    "reaches": [{"index": i, "state": arc.anchor_states[i].model_dump(mode="json")}
+                                for i in range(now + 1, then + 1)]})
+    return out
+
+
+def state_map(states: list[ArcState]) -> dict[str, int]:
+    return {s.arc_id: s.anchor_index for s in states}
 
 
 def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: QASettings | DistractorsSettings | FilterSettings) -> list[dict]:

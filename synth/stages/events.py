@@ -9,12 +9,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from synth.calendar import holidays_between
 from synth.models import (
     Event,
     Evidence,
     EvidenceKind,
     LifeArc,
     MajorEvent,
+    Person,
     Persona,
     Phase,
     mint_id,
@@ -24,21 +26,25 @@ from synth.stage import Records, Stage, StageContext
 from synth.stages.common import (
     answer_tokens,
     arc_label_ids,
+    arc_moves,
     event_view,
     persona_and_arcs,
     relation_labels,
+    state_map,
+    unique_labels,
 )
 
 
 @lru_cache(maxsize=None)
 def events_answer(days: int, people: tuple[str, ...], arcs: tuple[str, ...], count: int,
-                  min_evidence: int, max_evidence: int) -> type[BaseModel]:
-    """Detailed events with their evidence; days, people and arcs are bounded or enumerated by the schema."""
+                  min_evidence: int, max_evidence: int, min_arcs: int = 1) -> type[BaseModel]:
+    """Detailed events with their evidence; days, people and arcs are bounded or enumerated by the schema.
+    Everyday evidence may move no arc (`min_arcs` 0): it is life, not a step of an arc."""
     evidence = create_model(
         "EvidenceDraft",
         kind=(EvidenceKind, ...),
         statement=(str, ...),
-        arcs=(list[Literal[arcs]], Field(min_length=1, max_length=3)),
+        arcs=(list[Literal[arcs]], Field(min_length=min_arcs, max_length=3)),
     )
     event = create_model(
         "EventDraft",
@@ -85,10 +91,30 @@ class EventQuota:
     max_evidence: int
 
 
-def event_quota(section: EventsSettings) -> EventQuota:
-    """The configured counts, repaired so at least one evidence item is asked for and the range is not empty."""
+def event_quota(section: EventsSettings, days: int = 7) -> EventQuota:
+    """A major phase's events: its length in weeks times `events_per_week`, within [min_events, max_events]; the
+    evidence range repaired so at least one item is asked for and the range is not empty."""
     low = max(1, section.min_evidence)
-    return EventQuota(section.events_per_phase, low, max(low, section.max_evidence))
+    count = min(section.max_events, max(section.min_events, round(days * section.events_per_week / 7)))
+    return EventQuota(count, low, max(low, section.max_evidence))
+
+
+def everyday_quotas(section: EventsSettings, major_events: int, days: list[int]) -> list[EventQuota]:
+    """The events of each everyday phase (`days` long): `everyday_share` of all events, shared in proportion to
+    length (largest remainder), each phase at least one event per `max_gap_days` and at most `max_events` (or
+    what the gap needs); one evidence item up to `min_evidence` each — everyday events are low-salience."""
+    share = section.everyday_share
+    total = round(share / (1 - share) * major_events)
+    length = sum(days) or 1
+    exact = [total * d / length for d in days]
+    counts = [int(x) for x in exact]
+    for i in sorted(range(len(days)), key=lambda i: exact[i] - counts[i], reverse=True)[:total - sum(counts)]:
+        counts[i] += 1
+    out = []
+    for d, n in zip(days, counts, strict=True):
+        floor = -(-d // section.max_gap_days)
+        out.append(EventQuota(max(floor, min(n, section.max_events)), 1, max(1, min(2, section.min_evidence))))
+    return out
 
 
 def phase_days(phase: Phase) -> int:
@@ -96,36 +122,70 @@ def phase_days(phase: Phase) -> int:
 
 
 def events_variables(persona: Persona, arcs: list[LifeArc], major: MajorEvent, phase: Phase, quota: EventQuota,
-                     people: list[str]) -> dict:
-    """What events_generate.j2 is rendered with: the phase inside its major event, and who may take part."""
+                     people: list[str], context: dict | None = None) -> dict:
+    """What events_generate.j2 is rendered with: the phase inside its major event (or everyday stretch), who may
+    take part, and `context`: the arc states it moves, the registry, the phases before it and the holidays."""
+    context = {"moves": [], "introduced": [], "recent": [], "holidays": [], **(context or {})}
     return {**persona_and_arcs(persona, arcs), "event": event_view(major, arcs),
             "phase": phase.model_dump(mode="json"), "days": phase_days(phase), "count": quota.count,
-            "min_evidence": quota.min_evidence, "max_evidence": quota.max_evidence, "people": people}
+            "min_evidence": quota.min_evidence, "max_evidence": quota.max_evidence, "people": people, **context}
+
+
+def registry_labels(people: list[Person], phase: Phase) -> dict[str, str]:
+    """Label → person id of everyone in the registry by the phase's start (the relations, then those introduced
+    up to this phase, this one included): the participants an events answer may name."""
+    known = [p for p in people if p.kind == "person" and (p.first_date is None or p.first_date <= phase.start)]
+    return dict(zip(unique_labels([p.name for p in known]), (p.id for p in known), strict=True))
 
 
 class EventsRun:
-    """One run of the stage: the persona, its arcs and major events, the participant and arc labels the answers
-    name, shared by one concurrent unit per phase."""
+    """One run of the stage: the persona, its arcs, major events and registry, the quota of every phase (major
+    phases by length, everyday ones by the configured share), shared by one concurrent unit per phase."""
 
     def __init__(self, ctx: StageContext):
         self.ctx = ctx
         self.persona = ctx.persona
         self.arcs = ctx.arcs
         self.majors = {e.id: e for e in ctx.major_events}
-        self.quota = event_quota(ctx.section)
-        self.people = relation_labels(self.persona)
+        self.section: EventsSettings = ctx.section
+        self.people = ctx.people
         self.arc_ids = arc_label_ids(self.arcs)
+        self.phases = sorted(ctx.phases, key=lambda p: (p.start, p.index))
+        self.quotas = self.plan_quotas()
+        self.country = ctx.settings.holiday_countries.get(ctx.language, "")
+
+    def everyday(self, phase: Phase) -> bool:
+        major = self.majors.get(phase.major_event_id)
+        return major is not None and major.kind == "everyday"
+
+    def plan_quotas(self) -> dict[str, EventQuota]:
+        quotas = {p.id: event_quota(self.section, phase_days(p)) for p in self.phases if not self.everyday(p)}
+        everyday = [p for p in self.phases if self.everyday(p)]
+        shares = everyday_quotas(self.section, sum(q.count for q in quotas.values()), [phase_days(p) for p in everyday])
+        return {**quotas, **{p.id: q for p, q in zip(everyday, shares, strict=True)}}
+
+    def context(self, phase: Phase) -> dict:
+        at = self.phases.index(phase)
+        before = state_map(self.phases[at - 1].arc_states) if at else {}
+        introduced = [p.model_dump(mode="json") for p in self.people
+                      if p.origin == "introduced" and p.first_date is not None and p.first_date <= phase.start]
+        recent = self.phases[max(0, at - self.section.recent_phases):at]
+        return {"moves": arc_moves(self.arcs, before, state_map(phase.arc_states)), "introduced": introduced,
+                "recent": [p.model_dump(mode="json", include={"title", "description", "start", "end"})
+                           for p in recent],
+                "holidays": holidays_between(self.country, self.ctx.language, phase.start, phase.end)}
 
     async def generate(self, phase: Phase) -> Records:
-        quota = self.quota
-        model = events_answer(phase_days(phase), tuple(self.people), tuple(self.arc_ids), quota.count,
-                              quota.min_evidence, quota.max_evidence)
+        quota = self.quotas[phase.id]
+        people = registry_labels(self.people, phase) or relation_labels(self.persona)
+        model = events_answer(phase_days(phase), tuple(people), tuple(self.arc_ids), quota.count,
+                              quota.min_evidence, quota.max_evidence, 0 if self.everyday(phase) else 1)
         variables = events_variables(self.persona, self.arcs, self.majors[phase.major_event_id], phase, quota,
-                                     list(self.people))
+                                     list(people), self.context(phase))
         estimate = quota.count * (220 + quota.max_evidence * 90)
         answer = await self.ctx.ask("events", "events_generate.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, estimate))
-        return build_events(self.persona, phase, self.people, self.arc_ids, answer)
+        return build_events(self.persona, phase, people, self.arc_ids, answer)
 
     async def run(self) -> None:
         await self.ctx.units([(phase.id, partial(self.generate, phase)) for phase in self.ctx.phases])
@@ -137,7 +197,7 @@ async def run(ctx: StageContext) -> None:
 
 STAGE = Stage(
     name="events",
-    reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl"),
+    reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "people.jsonl"),
     writes=("events.jsonl", "evidence.jsonl"),
     templates=("events_generate.j2",),
     tasks=("events",),

@@ -9,9 +9,10 @@ from functools import lru_cache, partial
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.models import LifeArc, MajorEvent, Persona, Phase, Snapshot, mint_id
+from synth.calendar import holidays_between
+from synth.models import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Snapshot, mint_id
 from synth.stage import Records, Stage, StageContext
-from synth.stages.common import event_view, persona_and_arcs
+from synth.stages.common import arc_moves, event_view, persona_and_arcs, state_map
 
 
 @lru_cache(maxsize=None)
@@ -27,13 +28,23 @@ def snapshot_answer(arcs: int) -> type[BaseModel]:
     )
 
 
+class Newcomer(BaseModel):
+    """A person or place a phase brings into the life: code mints its id and adds it to the registry."""
+
+    name: str
+    relation: str
+    description: str
+
+
 @lru_cache(maxsize=None)
-def phase_answer(first_end: int, last_end: int) -> type[BaseModel]:
+def phase_answer(first_end: int, last_end: int, newcomers: int = 0) -> type[BaseModel]:
     return create_model(
         "PhaseDraft",
         title=(str, ...),
         description=(str, ...),
         end_day=(int, Field(ge=first_end, le=last_end)),
+        new_people=(list[Newcomer], Field(default_factory=list, max_length=newcomers)),
+        new_places=(list[Newcomer], Field(default_factory=list, max_length=newcomers)),
     )
 
 
@@ -43,9 +54,27 @@ def to_snapshot(answer: BaseModel, arcs: list[LifeArc]) -> Snapshot:
                     arc_status={arc.id: text.strip() for arc, text in zip(arcs, answer.arc_status, strict=True)})
 
 
-def phase_count(event: MajorEvent, per_event: int) -> int:
-    """NUMPHASES(E): the configured count, fewer when the event has fewer days (phases never share a day)."""
-    return max(1, min(per_event, (event.end - event.start).days + 1))
+def phase_count(event: MajorEvent, per_event: int, everyday_days: int | None = None) -> int:
+    """NUMPHASES(E): the configured count, fewer when the event has fewer days (phases never share a day); an
+    everyday stretch gets one phase per `everyday_days` days (rounded up)."""
+    days = (event.end - event.start).days + 1
+    if event.kind == "everyday" and everyday_days:
+        return max(1, -(-days // everyday_days))
+    return max(1, min(per_event, days))
+
+
+def states_after(before: dict[str, int], target: dict[str, int], k: int, count: int) -> dict[str, int]:
+    """Each arc's anchor state at the end of phase k of `count`, from `before` (the end of the phase before):
+    the steps still missing to `target` (the event's alignment) shared over the phases left, rounded half up,
+    so the last phase reaches the target and a change never happens between phases. An everyday stretch's
+    target is the state it starts in, so nothing moves there."""
+    left = max(1, count - k)
+    out = {}
+    for arc, goal in target.items():
+        now = before.get(arc, 0)
+        missing = max(0, goal - now)
+        out[arc] = now + (2 * missing + left) // (2 * left)
+    return out
 
 
 def phase_bounds(length: int, count: int, k: int, start: int) -> tuple[int, int]:
@@ -81,18 +110,22 @@ def phase_slot(event: MajorEvent, k: int, count: int, previous: Phase | None) ->
 
 
 def init_variables(persona: Persona, arcs: list[LifeArc], first: MajorEvent) -> dict:
-    """What phases_init.j2 is rendered with: the persona before its first major event."""
-    return {**persona_and_arcs(persona, arcs), "event": event_view(first, arcs)}
+    """What phases_init.j2 is rendered with: the persona before its first major event, every arc in its first
+    state (no later state is shown: principle 10)."""
+    return {**persona_and_arcs(persona, arcs), "event": event_view(first, arcs),
+            "moves": arc_moves(arcs, {}, {})}
 
 
 def phase_variables(persona: Persona, arcs: list[LifeArc], slot: PhaseSlot, snapshot: Snapshot,
-                    previous: Phase | None) -> dict:
-    """What phases_generate.j2 is rendered with; `previous` is shown only inside the same event."""
+                    previous: Phase | None, moves: list[dict], people: list[dict], holidays: list[dict],
+                    newcomers: int) -> dict:
+    """What phases_generate.j2 is rendered with; `previous` is the phase before (of any event: continuity)."""
     return {
         **persona_and_arcs(persona, arcs), "event": event_view(slot.event, arcs),
         "snapshot": snapshot.model_dump(mode="json"), "k": slot.k, "count": slot.count, "start_day": slot.start,
         "low": slot.low, "high": slot.high, "start_date": slot.date(slot.start).isoformat(),
-        "previous": previous.model_dump(mode="json") if previous and slot.k > 0 else None,
+        "previous": previous.model_dump(mode="json") if previous else None,
+        "moves": moves, "people": people, "holidays": holidays, "newcomers": newcomers,
     }
 
 
@@ -104,23 +137,49 @@ def phase_view(draft: BaseModel, slot: PhaseSlot) -> dict:
 
 
 def update_variables(persona: Persona, arcs: list[LifeArc], event: MajorEvent, snapshot: Snapshot,
-                     phase: dict) -> dict:
-    """What phases_update.j2 is rendered with: the snapshot before the phase, and the phase."""
+                     phase: dict, moves: list[dict]) -> dict:
+    """What phases_update.j2 is rendered with: the snapshot before the phase, the phase, and the arc states it
+    brings about (so the snapshot's arc status and the phase's states agree)."""
     return {**persona_and_arcs(persona, arcs), "event": event_view(event, arcs),
-            "snapshot": snapshot.model_dump(mode="json"), "phase": phase}
+            "snapshot": snapshot.model_dump(mode="json"), "phase": phase, "moves": moves}
 
 
-def build_phase(persona: Persona, slot: PhaseSlot, phase: dict, before: Snapshot, after: Snapshot) -> Phase:
+def build_phase(persona: Persona, slot: PhaseSlot, phase: dict, before: Snapshot, after: Snapshot,
+                states: dict[str, int] | None = None) -> Phase:
     return Phase(
         id=mint_id(slot.event.id, "phase", slot.k), persona_id=persona.id, major_event_id=slot.event.id,
         index=slot.k, title=phase["title"], description=phase["description"], start=phase["start"],
         end=phase["end"], snapshot_before=before, snapshot_after=after,
+        arc_states=[ArcState(arc_id=arc, anchor_index=i) for arc, i in (states or {}).items()],
     )
+
+
+def relation_entries(persona: Persona) -> list[Person]:
+    """The registry's first entries: the persona's relations, under their own ids."""
+    return [Person(id=r.id, persona_id=persona.id, kind="person", name=r.name, relation=r.relation,
+                   description=r.description, origin="relation") for r in persona.relations]
+
+
+def newcomers(draft: BaseModel, phase: Phase, known: list[Person]) -> list[Person]:
+    """The people and places a phase introduced, with minted ids; a name already in the registry (or given twice)
+    is the same one, not a newcomer."""
+    taken = {p.name.strip().casefold() for p in known}
+    out = []
+    for kind, drafts in (("person", draft.new_people), ("place", draft.new_places)):
+        for i, item in enumerate(drafts):
+            name = item.name.strip()
+            if not name or name.casefold() in taken:
+                continue
+            taken.add(name.casefold())
+            out.append(Person(id=mint_id(phase.id, kind, i), persona_id=phase.persona_id, kind=kind, name=name,
+                              relation=item.relation.strip(), description=item.description.strip(),
+                              origin="introduced", first_phase_id=phase.id, first_date=phase.start))
+    return out
 
 
 class PhasesRun:
     """One run of the stage: the persona, its arcs and major events (in time order), shared by one sequential
-    chain of phase units for the whole persona."""
+    chain of phase units for the whole persona. The chain also grows the registry of people and places."""
 
     def __init__(self, ctx: StageContext):
         self.ctx = ctx
@@ -128,35 +187,55 @@ class PhasesRun:
         self.arcs = ctx.arcs
         self.events = sorted(ctx.major_events, key=lambda e: (e.start, e.index))
         self.snapshot_model = snapshot_answer(len(self.arcs))
+        self.country = ctx.settings.holiday_countries.get(ctx.language, "")
+        self.keys: list[str] = []
 
     async def initial_snapshot(self) -> Snapshot:
         variables = init_variables(self.persona, self.arcs, self.events[0])
         answer = await self.ctx.ask("phases", "phases_init.j2", variables, self.snapshot_model)
         return to_snapshot(answer, self.arcs)
 
-    async def generate_phase(self, event: MajorEvent, k: int, count: int, previous_key: str | None) -> Records:
+    def registry(self, upto: int) -> list[Person]:
+        """The registry as the chain's first `upto` units left it (the relations come with the first unit)."""
+        known = [] if upto else relation_entries(self.persona)
+        for key in self.keys[:upto]:
+            known += self.ctx.done_records(key, "people.jsonl", Person) or []
+        return known
+
+    async def generate_phase(self, event: MajorEvent, k: int, count: int, position: int) -> Records:
+        previous_key = self.keys[position - 1] if position else None
         previous = self.ctx.done_records(previous_key, "phases.jsonl", Phase)[0] if previous_key else None
         before = previous.snapshot_after if previous else await self.initial_snapshot()
-        slot = phase_slot(event, k, count, previous)
+        slot = phase_slot(event, k, count, previous if previous and previous.major_event_id == event.id else None)
+        start_states = state_map(previous.arc_states) if previous else {}
+        after_states = states_after(start_states, state_map(event.arc_states), k, count)
+        moves = arc_moves(self.arcs, start_states, after_states)
+        known = self.registry(position)
+        room = self.ctx.section.new_people
+        holidays = holidays_between(self.country, self.ctx.language, slot.date(slot.start), slot.date(slot.high))
+        introduced = [p.model_dump(mode="json") for p in known if p.origin == "introduced"]
         draft = await self.ctx.ask("phases", "phases_generate.j2",
-                                   phase_variables(self.persona, self.arcs, slot, before, previous),
-                                   phase_answer(slot.low, slot.high))
+                                   phase_variables(self.persona, self.arcs, slot, before, previous, moves,
+                                                   introduced, holidays, room),
+                                   phase_answer(slot.low, slot.high, room))
         phase = phase_view(draft, slot)
         updated = await self.ctx.ask("phases", "phases_update.j2",
-                                     update_variables(self.persona, self.arcs, event, before, phase),
+                                     update_variables(self.persona, self.arcs, event, before, phase, moves),
                                      self.snapshot_model)
-        return {"phases.jsonl": [build_phase(self.persona, slot, phase, before, to_snapshot(updated, self.arcs))]}
+        record = build_phase(self.persona, slot, phase, before, to_snapshot(updated, self.arcs), after_states)
+        added = newcomers(draft, record, known)
+        people = (relation_entries(self.persona) if position == 0 else []) + added
+        return {"phases.jsonl": [record], "people.jsonl": people}
 
     def chain(self) -> list[tuple[str, Callable[[], Awaitable[Records]]]]:
-        """Every phase of every major event, each unit reading the one before it."""
+        """Every phase of every major event (and everyday stretch), each unit reading the ones before it."""
         work = []
-        previous_key = None
         for event in self.events:
-            count = phase_count(event, self.ctx.section.phases_per_event)
+            count = phase_count(event, self.ctx.section.phases_per_event, self.ctx.section.everyday_phase_days)
             for k in range(count):
                 key = mint_id(event.id, "phase", k)
-                work.append((key, partial(self.generate_phase, event, k, count, previous_key)))
-                previous_key = key
+                work.append((key, partial(self.generate_phase, event, k, count, len(self.keys))))
+                self.keys.append(key)
         return work
 
     async def run(self) -> None:
@@ -171,9 +250,10 @@ async def run(ctx: StageContext) -> None:
 STAGE = Stage(
     name="phases",
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl"),
-    writes=("phases.jsonl",),
+    writes=("phases.jsonl", "people.jsonl"),
     templates=("phases_init.j2", "phases_generate.j2", "phases_update.j2"),
     tasks=("phases",),
     body=run,
-    help="phases.jsonl: phases of each major event, generated from a rolling snapshot",
+    help="phases.jsonl, people.jsonl: phases of each major event and everyday stretch, from a rolling snapshot; "
+         "the registry of people and places",
 )

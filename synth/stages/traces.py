@@ -12,8 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from synth.calendar import holidays_between
 from synth.llm.fake import estimate_tokens
-from synth.models import Event, Evidence, LifeArc, MajorEvent, Persona, Phase, Trace, mint_id
+from synth.models import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
 from synth.settings import TracesSettings
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import answer_tokens, arc_views
@@ -28,6 +29,7 @@ def plan_answer(media: tuple[str, ...], evidence: int, count: int, max_delay: in
     """Trace plans: media and evidence are enums, the delay is bounded so the trace stays inside the timeline."""
     plan = create_model(
         "TracePlan",
+        reasons=(str, ...),  # why this medium for this evidence: kept on the trace, never shown to the writer
         medium=(Literal[media], ...),
         intent=(str, ...),
         audience=(str, ...),
@@ -38,8 +40,24 @@ def plan_answer(media: tuple[str, ...], evidence: int, count: int, max_delay: in
     return create_model("TracePlans", traces=(list[plan], Field(min_length=count, max_length=count)))
 
 
-def media_weights(section: TracesSettings) -> dict[str, float]:
-    return {name: float(w) for name, w in section.media.items() if float(w) > 0}
+def media_weights(section: TracesSettings, language: str = "en") -> dict[str, float]:
+    """The persona's language's media mix (the English one when the language has none)."""
+    table = section.media.get(language) or section.media.get("en") or next(iter(section.media.values()))
+    return {name: float(w) for name, w in table.items() if float(w) > 0}
+
+
+def media_targets(weights: dict[str, float]) -> dict[str, int]:
+    """The mix as whole percentages (what the planner is shown as a target over the persona's traces)."""
+    total = sum(weights.values()) or 1.0
+    return {name: round(100 * w / total) for name, w in sorted(weights.items())}
+
+
+def length_limits(min_words: int, max_words: int, language: str, chars_per_word: float) -> tuple[int, int]:
+    """The writer's length range: words in English, characters in Chinese (the word limits times
+    `chars_per_word`), so a Chinese trace holds as much as an English one."""
+    if language == "zh":
+        return round(min_words * chars_per_word), round(max_words * chars_per_word)
+    return min_words, max_words
 
 
 def suggest_media(key: str, count: int, weights: dict[str, float]) -> list[str]:
@@ -92,34 +110,34 @@ def snapshot_history(phases: list[Phase], at: int) -> dict:
             "previous_phase": phases[at - 1].model_dump(mode="json") if at > 0 else None}
 
 
-def reached_index(majors: list[MajorEvent], major_id: str, arc: LifeArc) -> int:
-    """The anchor state `arc` is in at major event `major_id`: that event's alignment, else the latest earlier
-    one, else the first state; never past the arc's last state."""
-    index = 0
-    for major in sorted(majors, key=lambda m: (m.start, m.index)):
-        index = next((s.anchor_index for s in major.arc_states if s.arc_id == arc.id), index)
-        if major.id == major_id:
-            return min(index, len(arc.anchor_states) - 1)
-    return 0  # an unknown major event (a dangling id, refused before the stage runs): assume nothing reached
+def reached_states(phases: list[Phase], at: int) -> dict[str, int]:
+    """Each arc's anchor state when phase `at` begins: the end state of the phase before (the first state before
+    the first phase). A change the phase brings about is carried by its evidence, not announced to its traces."""
+    return {s.arc_id: s.anchor_index for s in phases[at - 1].arc_states} if at > 0 else {}
 
 
-def arcs_so_far(arcs: list[LifeArc], majors: list[MajorEvent], major_id: str) -> list[dict]:
-    """The arcs as a trace inside major event `major_id` sees them: each one's anchor states cut after the one
-    reached then, so a later state's label or description is never even a prompt variable."""
-    return [{**view, "anchor_states": view["anchor_states"][:reached_index(majors, major_id, arc) + 1]}
+def arcs_so_far(arcs: list[LifeArc], reached: dict[str, int]) -> list[dict]:
+    """The arcs as a trace sees them: each one's anchor states cut after the one reached (`reached`: arc id →
+    index), so a later state's label or description is never even a prompt variable."""
+    return [{**view, "anchor_states": view["anchor_states"][:min(reached.get(arc.id, 0), len(arc.anchor_states) - 1) + 1]}
             for arc, view in zip(arcs, arc_views(arcs), strict=True)]
 
 
-def event_context(persona: dict, arcs: list[dict], history: dict, event: Event) -> dict:
+def event_context(persona: dict, arcs: list[dict], history: dict, event: Event, extra: dict | None = None) -> dict:
     """What both the plan and the write prompt of one event show: persona, the arcs so far, the snapshot history
-    and the event — not its evidence: the planner sees all of it, a writer only what its trace carries."""
-    return {"persona": persona, "arcs": arcs, **history, "event": event.model_dump(mode="json")}
+    and the event — not its evidence: the planner sees all of it, a writer only what its trace carries. `extra`:
+    the registry so far (`people`), the holidays around the event and whether the stretch is everyday life."""
+    return {"persona": persona, "arcs": arcs, **history, "event": event.model_dump(mode="json"),
+            "people": [], "holidays": [], "everyday": False, **(extra or {})}
 
 
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
                    max_delay: int) -> dict:
+    """The planner sees the persona's media with the mix as a target (percent), and a seeded hint; it chooses each
+    medium from the evidence's privacy and the person's habits."""
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
-            "media": sorted(weights), "max_delay": max_delay, "suggested": suggest_media(event.id, count, weights)}
+            "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
+            "suggested": suggest_media(event.id, count, weights)}
 
 
 def trace_time(event: Event, delay_hours: int, max_delay: int) -> dt.datetime:
@@ -127,10 +145,13 @@ def trace_time(event: Event, delay_hours: int, max_delay: int) -> dt.datetime:
 
 
 def write_variables(context: dict, plan: BaseModel, carried: list[Evidence], time: dt.datetime,
-                    words: tuple[int, int]) -> dict:
+                    words: tuple[int, int], voice: list[dict] | None = None) -> dict:
+    """What the writer sees: the plan without its `reasons` (a planner's meta-comment is not the person's voice),
+    and `voice`: the person's earlier traces of the same medium, if any."""
     return {**context, "medium": plan.medium, "intent": plan.intent, "audience": plan.audience,
             "key_information": plan.key_information, "carried": [e.model_dump(mode="json") for e in carried],
-            "time": time.isoformat(timespec="minutes"), "min_words": words[0], "max_words": words[1]}
+            "time": time.isoformat(timespec="minutes"), "min_words": words[0], "max_words": words[1],
+            "voice": voice or []}
 
 
 def build_trace(answer: TraceText, plan: BaseModel, event: Event, carried: list[Evidence], k: int,
@@ -141,6 +162,7 @@ def build_trace(answer: TraceText, plan: BaseModel, event: Event, carried: list[
         id=mint_id(event.id, "trace", k), persona_id=persona_id, event_id=event.id,
         evidence_ids=[e.id for e in carried], medium=plan.medium, time=time, intent=plan.intent.strip(),
         audience=plan.audience.strip(), content=content, tokens=estimate_tokens(content),
+        reasons=plan.reasons.strip(),
     )
 
 
@@ -159,9 +181,12 @@ class TraceWriter:
             self.evidence_by_event.setdefault(item.event_id, []).append(item)
         section = ctx.section
         self.count = max(1, section.traces_per_event)
-        self.weights = media_weights(section)
+        self.weights = media_weights(section, ctx.language)
         self.media = tuple(sorted(self.weights))
-        self.words = (section.min_words, section.max_words)
+        self.words = length_limits(section.min_words, section.max_words, ctx.language, section.zh_chars_per_word)
+        self.country = ctx.settings.holiday_countries.get(ctx.language, "")
+        self.people = ctx.people
+        self.kinds = {m.id: m.kind for m in ctx.major_events}
         self.delay_limit = section.max_delay_hours
         self.persona_view = self.persona.model_dump(mode="json")
         self.arcs, self.majors = ctx.arcs, ctx.major_events
@@ -171,9 +196,10 @@ class TraceWriter:
         if not evidence:
             return {"traces.jsonl": []}
         at = self.phase_at[event.phase_id]
-        arcs = arcs_so_far(self.arcs, self.majors, self.phases[at].major_event_id)
-        context = event_context(self.persona_view, arcs, snapshot_history(self.phases, at), event)
+        arcs = arcs_so_far(self.arcs, reached_states(self.phases, at))
         max_delay = max_delay_hours(event, self.persona, self.delay_limit)
+        context = event_context(self.persona_view, arcs, snapshot_history(self.phases, at), event,
+                                self.extra(event, self.phases[at], max_delay))
         answer = await self.ctx.ask(
             "traces", "traces_plan.j2",
             plan_variables(context, event, evidence, self.count, self.weights, max_delay),
@@ -185,6 +211,15 @@ class TraceWriter:
             for k, (plan, indices) in enumerate(zip(answer.traces, carried, strict=True))
         ))
         return {"traces.jsonl": list(texts)}
+
+    def extra(self, event: Event, phase: Phase, max_delay: int) -> dict:
+        """The registry by the phase's start, the holidays from the event to the latest trace time, and whether
+        the event is everyday life."""
+        people = [p.model_dump(mode="json") for p in self.people
+                  if p.origin == "introduced" and p.first_date is not None and p.first_date <= phase.start]
+        last = event.time + dt.timedelta(hours=max_delay)
+        return {"people": people, "everyday": self.kinds.get(phase.major_event_id) == "everyday",
+                "holidays": holidays_between(self.country, self.ctx.language, event.time, last)}
 
     async def write(self, context: dict, event: Event, plan: BaseModel, carried: list[Evidence], k: int,
                     max_delay: int) -> Trace:
@@ -202,7 +237,8 @@ async def run(ctx: StageContext) -> None:
 
 STAGE = Stage(
     name="traces",
-    reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "events.jsonl", "evidence.jsonl"),
+    reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "people.jsonl", "events.jsonl",
+           "evidence.jsonl"),
     writes=("traces.jsonl",),
     templates=("traces_plan.j2", "traces_write.j2"),
     tasks=("traces",),
