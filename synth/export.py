@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from synth.jsonl import read_records, write_json_atomic
-from synth.models import EvidenceRef, FinalItem, Persona, Trace, Translation
+from synth.jsonl import read_records, write_atomic, write_json_atomic
+from synth.models import EvidenceRef, FinalItem, Person, Persona, Trace, Translation
 from synth.stats import persona_dirs, trace_tokens
 
 SIZE_LIMIT = 300_000  # trace tokens below this go to the 100k folder, the rest to 500k
@@ -139,7 +139,23 @@ def export_dataset(out: Path, seeds: Iterable | None = None) -> list[Path]:
                     stale.unlink()
             write_json_atomic(path, build(persona, lang_traces, lang_items).model_dump(mode="json"))
             paths.append(path)
+        # the registry beside them: the people and places the traces name, in the source language
+        export_people(directory, path, persona)
     return paths
+
+
+def export_people(directory: Path, benchmark: Path, persona: Persona) -> list[Path]:
+    """The registry of people and places beside the benchmark file (`<persona>_people.jsonl`): the release format
+    has no field for it, and the traces name the people it lists."""
+    source = directory / "people.jsonl"
+    target = benchmark.with_name(f"{persona.id}_people.jsonl")
+    for stale in benchmark.parent.parent.glob(f"*/{target.name}"):
+        if stale != target:
+            stale.unlink()
+    if not source.is_file():
+        return []
+    write_atomic(target, read_records(source, Person))
+    return [target]
 
 
 def load_clonemem(path: Path) -> CloneMemFile:

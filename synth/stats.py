@@ -12,7 +12,8 @@ from rich.table import Table
 
 from synth import rules
 from synth.jsonl import read_records
-from synth.models import MCQ, FinalItem, Persona, Rejected, Trace
+from synth.life_stats import media_mix, persona_life
+from synth.models import MCQ, Event, FinalItem, MajorEvent, Person, Persona, Phase, Rejected, Trace
 
 POSITIONS = rules.POSITIONS
 
@@ -117,10 +118,19 @@ def collect(out: Path) -> dict:
     final: list[FinalItem] = []
     rejected: list[Rejected] = []
     media: Counter = Counter()
+    media_by_language: dict[str, Counter] = {}
+    life = {}
+    config = _config(out)
     personas = {}
     for directory in persona_dirs(out):
         persona = _read(directory / "persona.jsonl", Persona)
         traces = _read(directory / "traces.jsonl", Trace)
+        if persona:
+            media_by_language.setdefault(persona[0].language, Counter()).update(t.medium for t in traces)
+            life[directory.name] = persona_life(
+                persona[0], traces, _read(directory / "events.jsonl", Event),
+                _read(directory / "phases.jsonl", Phase), _read(directory / "major_events.jsonl", MajorEvent),
+                _read(directory / "people.jsonl", Person), int(config.get("events", {}).get("max_gap_days", 10)))
         kept = _read(directory / "final.jsonl", FinalItem)
         dropped = _read(directory / "rejected.jsonl", Rejected)
         final += kept
@@ -137,12 +147,49 @@ def collect(out: Path) -> dict:
         "by_type": dict(Counter(i.question_type for i in final).most_common()),
         "by_dimension": dict(Counter(i.dimension for i in final).most_common()),
         "by_medium": dict(media.most_common()),
+        "media_by_language": media_mix(media_by_language, config.get("traces", {}).get("media", {})),
+        "life": life,
         "rejected_by_filter": dict(Counter(r.filter for r in rejected).most_common()),
         "final_by_type_and_filter": _type_table(final, rejected),
         **blind_accuracy(final),
         "blind_before_filtering": blind_accuracy([*final, *rejected]),
         **bias_report(final),
     }
+
+
+def _config(out: Path) -> dict:
+    """The resolved configuration the run recorded (dataset.json), for the targets the stats compare with."""
+    path = out / "dataset.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    config = data.get("config", data) if isinstance(data, dict) else {}
+    return config if isinstance(config, dict) else {}
+
+
+def _life_table(data: dict) -> Table:
+    table = Table(title="a lived life: traces per month, gaps, everyday share, variety, cast", title_justify="left")
+    cols = ("persona", "traces/month min", "median", "longest gap (days)", "gaps over limit", "everyday share",
+            "distinct-2", "repeated openings", "cast start → end", "places")
+    for col in cols:
+        table.add_column(col, justify="left" if col == "persona" else "right")
+    for pid, row in data["life"].items():
+        table.add_row(pid, str(row["traces_per_month_min"]), f"{row['traces_per_month_median']:g}",
+                      str(row["gap_days_max"]), f"{row['gaps_over_limit']} (> {row['max_gap_days']})",
+                      f"{row['everyday_share']:.1%}", f"{row['distinct_2']:.3f}", f"{row['repeated_openings']:.1%}",
+                      f"{row['cast_start']} → {row['cast_end']}", str(row["places"]))
+    return table
+
+
+def _media_table(data: dict) -> Table:
+    table = Table(title="media mix per language: share of traces vs target", title_justify="left")
+    for col in ("language", "medium", "share", "target"):
+        table.add_column(col, justify="left" if col in ("language", "medium") else "right")
+    for language, rows in data["media_by_language"].items():
+        for medium, row in rows.items():
+            table.add_row(language, medium, f"{row['share']:.1%}", f"{row['target']:.1%}")
+    return table
 
 
 def record_validity(out: Path) -> dict:
@@ -202,6 +249,8 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
     console.print(_table("final items by question type", data["by_type"], data["final"]))
     console.print(_table("final items by dimension", data["by_dimension"], data["final"]))
     console.print(_table("traces by medium", data["by_medium"], sum(data["by_medium"].values())))
+    console.print(_media_table(data))
+    console.print(_life_table(data))
     console.print(_table("rejections by filter", data["rejected_by_filter"]))
     console.print(_table("correct position (answerable final items)",
                          {p: f"{s:.1%}" for p, s in data["positions"].items()}))

@@ -95,6 +95,7 @@ class PersonaCheck:
                 self.load(name)
         for check in (self.check_persona, self.check_duplicates, self.check_references, self.check_containment,
                       self.check_major_event_order, self.check_arc_alignment, self.check_snapshot_chain,
+                      self.check_arc_phases,
                       self.check_evidence_carried, self.check_causality, self.check_mcq_shape,
                       self.check_translations):
             self.kind = check.__name__.removeprefix("check_")
@@ -243,12 +244,17 @@ class PersonaCheck:
     def check_event_refs(self) -> None:
         """The ids events, evidence and traces name (phases, relations of the persona, events, arcs, evidence)."""
         relations = {r.get("id") for r in dict_list(self.persona.get("relations"))}
+        relations |= {p["id"] for _, p in self.each("people.jsonl") if p.get("kind") == "person"}
+        for name, record in self.each("people.jsonl"):
+            if record.get("first_phase_id") is not None:
+                self.refs(name, record, "first_phase_id", [record.get("first_phase_id")], "phases.jsonl")
         for name, record in self.each("events.jsonl"):
             self.refs(name, record, "phase_id", [record.get("phase_id")], "phases.jsonl")
             if self.persona:
                 missing = [p for p in id_list(record.get("participant_ids")) if p not in relations]
                 for pid in missing:
-                    self.flag(name, record, f"participant_ids: '{pid}' is not a relation of the persona")
+                    self.flag(name, record, f"participant_ids: '{pid}' is neither a relation of the persona nor "
+                                            "in people.jsonl")
         for name, record in self.each("evidence.jsonl"):
             self.refs(name, record, "event_id", [record.get("event_id")], "events.jsonl")
             self.refs(name, record, "arc_ids", id_list(record.get("arc_ids")), "arcs.jsonl")
@@ -388,6 +394,39 @@ class PersonaCheck:
                 self.flag("phases.jsonl", phase, f"snapshot_before differs from the snapshot_after of the "
                                                  f"previous phase {previous['id']}: the rolling snapshot chain "
                                                  "is broken")
+
+    def check_arc_phases(self) -> None:
+        """Arc states move with the phases, never in the gaps: along the phase chain a state never goes back, an
+        everyday phase changes none, and a major event's alignment is the state its last phase ends in — so
+        each change of state has a phase that carries it. Phases without `arc_states` (older data) are skipped."""
+        majors = self.majors_in_time_order()
+        order = {m["id"]: n for n, m in enumerate(majors)}
+        phases = [p for p in self.records.get("phases.jsonl", [])
+                  if p.get("major_event_id") in order and dict_list(p.get("arc_states"))]
+        phases.sort(key=lambda p: (order[p["major_event_id"]], as_int(p.get("index"))))
+        states = {}
+        last_of: dict[str, dict] = {}
+        for phase in phases:
+            now = {s.get("arc_id"): s.get("anchor_index") for s in dict_list(phase.get("arc_states"))}
+            everyday = majors[order[phase["major_event_id"]]].get("kind") == "everyday"
+            for arc, index in now.items():
+                before = states.get(arc, 0)
+                if isinstance(index, int) and index < before:
+                    self.flag("phases.jsonl", phase, f"arc {arc}: state goes back from {before} to {index}")
+                elif isinstance(index, int) and index > before and everyday:
+                    self.flag("phases.jsonl", phase, f"arc {arc}: state moves from {before} to {index} in an "
+                                                     "everyday phase")
+            states.update({a: i for a, i in now.items() if isinstance(i, int)})
+            last_of[phase["major_event_id"]] = now
+        for major in majors:
+            ended = last_of.get(major["id"])
+            if ended is None:
+                continue
+            for state in dict_list(major.get("arc_states")):
+                if ended.get(state.get("arc_id"), state.get("anchor_index")) != state.get("anchor_index"):
+                    self.flag("major_events.jsonl", major, f"arc {state.get('arc_id')}: aligned to state "
+                              f"{state.get('anchor_index')} but its last phase ends in state "
+                              f"{ended.get(state.get('arc_id'))}: no phase carries the change")
 
     # ---- evidence grounding and causality
 

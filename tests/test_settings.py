@@ -24,7 +24,7 @@ def _write(tmp_path: Path, text: str) -> Path:
     [
         ("[qa]\nwindows_days = 30\n", "[qa] windows_days: unknown setting"),
         ("[filter]\nmin_option_char = 3\n", "[filter] min_option_char: unknown setting"),
-        ("[traces.media]\ndiary = 0\nsocial_post = 0\nmessage_thread = 0\nemail = 0\nnote = 0\ntodo_list = 0\n"
+        ("[traces.media.en]\ndiary = 0\nsocial_post = 0\nmessage_thread = 0\nemail = 0\nnote = 0\ntodo_list = 0\n"
          "calendar_entry = 0\nsearch_history = 0\nvoice_memo_transcript = 0\nphoto_caption = 0\n",
          "at least one medium needs a positive weight"),
         ('[scale."500k".qa]\ntarget_per_typ = 3\n', '[scale."500k".qa] target_per_typ: unknown setting'),

@@ -19,7 +19,7 @@ from synth.stages.traces import carry_all, suggest_media
 ROOT = Path(__file__).resolve().parents[1]
 PERSONAS = ROOT / "personas"
 STAGES = ["persona", "arcs", "phases", "events", "traces"]
-OUTPUTS = ["persona.jsonl", "seeds.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "events.jsonl",
+OUTPUTS = ["persona.jsonl", "seeds.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "people.jsonl", "events.jsonl",
            "evidence.jsonl", "traces.jsonl"]
 # More phases and traces than tiny, so chains inside an event and multi-trace carrying are exercised too.
 RICHER = """
@@ -28,7 +28,9 @@ min_major_events = 3
 [phases]
 phases_per_event = 3
 [events]
-events_per_phase = 3
+events_per_week = 3
+min_events = 3
+max_events = 3
 [traces]
 traces_per_event = 2
 """
@@ -99,11 +101,16 @@ def test_links_resolve(datasets, which):
     for arc in d["arcs.jsonl"]:
         assert set(arc.seed_ids) <= seeds and arc.seed_ids
     for m in d["major_events.jsonl"]:
-        assert m.seed_id in seeds
+        assert m.seed_id in seeds if m.kind == "major" else m.seed_id is None
         assert [s.arc_id for s in m.arc_states] == [a.id for a in d["arcs.jsonl"]]
     assert all(p.major_event_id in majors for p in d["phases.jsonl"])
-    assert all(e.phase_id in phases and set(e.participant_ids) <= relations for e in d["events.jsonl"])
-    assert all(e.event_id in events and e.arc_ids and set(e.arc_ids) <= arcs for e in d["evidence.jsonl"])
+    cast = relations | {p.id for p in d["people.jsonl"] if p.kind == "person"}
+    assert all(e.phase_id in phases and set(e.participant_ids) <= cast for e in d["events.jsonl"])
+    kind = {m.id: m.kind for m in d["major_events.jsonl"]}
+    everyday = {e.id for e in d["events.jsonl"] if kind[next(p.major_event_id for p in d["phases.jsonl"]
+                                                              if p.id == e.phase_id)] == "everyday"}
+    assert all(e.event_id in events and set(e.arc_ids) <= arcs for e in d["evidence.jsonl"])
+    assert all(e.arc_ids for e in d["evidence.jsonl"] if e.event_id not in everyday), "major evidence moves an arc"
     for t in d["traces.jsonl"]:
         assert t.event_id in events and t.evidence_ids and set(t.evidence_ids) <= evidence
     carried = {i for t in d["traces.jsonl"] for i in t.evidence_ids}
@@ -296,7 +303,9 @@ def test_events_map_people_and_arcs_by_label(tmp_path):
                       {"kind": "emotion", "statement": f"{t} feeling", "arcs": ["Arc 0"]}]}
         for t, day in [("late", 0), ("early", 0)]]}
     answer["events"][1]["hour"] = 7
-    run(tmp_path, "p01_maya", names=["events"], script=[json.dumps(answer)] * 2)
+    config = tmp_path / "two.toml"
+    config.write_text("[events]\nmin_events = 2\nmax_events = 2\n")
+    run(tmp_path, "p01_maya", config, names=["events"], script=[json.dumps(answer)] * 2)
     events = read_records(tmp_path / "p01_maya" / "events.jsonl", FILES["events.jsonl"])
     evidence = read_records(tmp_path / "p01_maya" / "evidence.jsonl", FILES["evidence.jsonl"])
     own = [e for e in events if e.phase_id == phase.id]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_stages_scripted import END, PID, START, persona, run
 
-from synth.jsonl import write_atomic
+from synth.jsonl import read_records, write_atomic
 from synth.label_check import unlabelled_evidence
 from synth.llm.base import LLMRequest
 from synth.models import AnchorState, ArcState, Event, Evidence, LifeArc, MajorEvent, Phase, Snapshot, Trace
@@ -21,6 +21,9 @@ from synth.stages import traces
 STATES = 4
 # major event 0 is aligned to these anchor indices (arc by arc), major event 1 to the next row
 ALIGNED = [[0, 1, 0], [2, 2, 1]]
+# a trace sees the states reached when its phase begins (the end of the phase before): a change its own phase
+# brings about is carried by the evidence, not announced
+REACHED = [[0, 0, 0], ALIGNED[0]]
 
 
 def state_text(arc: int, k: int) -> tuple[str, str]:
@@ -44,7 +47,8 @@ def world() -> dict[str, list]:
               for n, (a, b) in enumerate(spans)]
     snaps = [snap("START"), snap("END-OF-PHASE-0"), snap("END-OF-PHASE-1")]
     phases = [Phase(id=f"ph{n}", persona_id=PID, major_event_id=f"m{n}", index=0, title=f"P{n}", description="d",
-                    start=a, end=b, snapshot_before=snaps[n], snapshot_after=snaps[n + 1])
+                    start=a, end=b, snapshot_before=snaps[n], snapshot_after=snaps[n + 1],
+                    arc_states=[ArcState(arc_id=f"arc{i}", anchor_index=k) for i, k in enumerate(ALIGNED[n])])
               for n, (a, b) in enumerate(spans)]
     events = [Event(id=f"e{n}", persona_id=PID, phase_id=f"ph{n}", time=dt.datetime.combine(a, dt.time(9)) +
                     dt.timedelta(days=2), title=f"EVENT-{n}", description="d", location="home", participant_ids=[])
@@ -52,7 +56,7 @@ def world() -> dict[str, list]:
     evidence = [Evidence(id=f"v{n}{j}", persona_id=PID, event_id=f"e{n}", kind="fact",
                          statement=f"STATEMENT-{n}-{j}", arc_ids=["arc0"]) for n in range(2) for j in range(3)]
     return {"persona.jsonl": [persona()], "arcs.jsonl": arcs, "major_events.jsonl": majors, "phases.jsonl": phases,
-            "events.jsonl": events, "evidence.jsonl": evidence}
+            "events.jsonl": events, "evidence.jsonl": evidence, "people.jsonl": []}
 
 
 def run_traces(out: Path, records: dict[str, list], script: tuple[str, ...] = ()) -> list[LLMRequest]:
@@ -71,11 +75,11 @@ def text_of(request: LLMRequest) -> str:
 
 
 def later_states(major: int) -> list[str]:
-    return [t for i, reached in enumerate(ALIGNED[major]) for k in range(reached + 1, STATES) for t in state_text(i, k)]
+    return [t for i, reached in enumerate(REACHED[major]) for k in range(reached + 1, STATES) for t in state_text(i, k)]
 
 
 def reached_states(major: int) -> list[str]:
-    return [t for i, reached in enumerate(ALIGNED[major]) for k in range(reached + 1) for t in state_text(i, k)]
+    return [t for i, reached in enumerate(REACHED[major]) for k in range(reached + 1) for t in state_text(i, k)]
 
 
 def assert_no_future(text: str, major: int, own_end: str) -> None:
@@ -114,30 +118,31 @@ def test_the_prompt_variables_carry_no_future_in_either_language(language):
     """The stage's own variable builders, rendered in both languages (the stage run above is English)."""
     records = world()
     at = 0
-    phases, majors, arcs = records["phases.jsonl"], records["major_events.jsonl"], records["arcs.jsonl"]
+    phases, arcs = records["phases.jsonl"], records["arcs.jsonl"]
     event, evidence = records["events.jsonl"][at], records["evidence.jsonl"][:3]
     who = persona().model_copy(update={"language": language}).model_dump(mode="json")
-    context = traces.event_context(who, traces.arcs_so_far(arcs, majors, phases[at].major_event_id),
+    context = traces.event_context(who, traces.arcs_so_far(arcs, traces.reached_states(phases, at)),
                                    traces.snapshot_history(phases, at), event)
     assert_no_future(json.dumps(context), 0, "END-OF-PHASE-0")  # not even a variable
     plan = traces.plan_variables(context, event, evidence, 2, {"diary": 1.0}, 12)
     answer = traces.plan_answer(("diary",), 3, 1, 12).model_validate({"traces": [{
-        "medium": "diary", "intent": "i", "audience": "self", "key_information": "k", "evidence": [2],
+        "reasons": "PLANNER-REASONS", "medium": "diary", "intent": "i", "audience": "self", "key_information": "k", "evidence": [2],
         "delay_hours": 1}]}).traces[0]
     write = traces.write_variables(context, answer, [evidence[1]], event.time, (50, 100))
     for name, variables in (("traces_plan.j2", plan), ("traces_write.j2", write)):
         system, task = (m["content"] for m in render(name, language=language, **variables))
         assert_no_future(f"{system}\n{task}", 0, "END-OF-PHASE-0")
         assert "STATE" not in system and "arc 1 story" in system, "the prefix holds arc titles, not states"
+    assert "PLANNER-REASONS" not in json.dumps(write), "the planner's reasons never reach the writer"
 
 
-def test_arcs_so_far_use_the_latest_alignment_at_or_before_the_major_event():
+def test_arcs_so_far_show_the_states_reached_when_the_phase_begins():
     records = world()
-    arcs, majors = records["arcs.jsonl"], records["major_events.jsonl"]
-    assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, majors, "m1")] == [3, 3, 2]
-    unaligned = [majors[0], majors[1].model_copy(update={"arc_states": []})]  # an arc the event does not move
-    assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, unaligned, "m1")] == [1, 2, 1]
-    assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, majors, "ghost")] == [1, 1, 1]
+    arcs, phases = records["arcs.jsonl"], records["phases.jsonl"]
+    assert traces.reached_states(phases, 0) == {}
+    assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, traces.reached_states(phases, 0))] == [1, 1, 1]
+    assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, traces.reached_states(phases, 1))] == [1, 2, 1]
+    assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, {"arc0": 9})] == [4, 1, 1], "capped"
 
 
 # ------------------------------------------------------------------------ a writer sees only what it carries
@@ -147,9 +152,9 @@ def test_a_writer_sees_its_carried_statements_and_none_of_the_events_others(tmp_
     records["events.jsonl"] = records["events.jsonl"][:1]
     records["evidence.jsonl"] = records["evidence.jsonl"][:3]
     plans = {"traces": [
-        {"medium": "diary", "intent": "intent-one", "audience": "self", "key_information": "k", "evidence": [1],
-         "delay_hours": 1},
-        {"medium": "email", "intent": "intent-two", "audience": "Sam", "key_information": "k", "evidence": [2, 3],
+        {"reasons": "REASONS-ONE private", "medium": "diary", "intent": "intent-one", "audience": "self",
+         "key_information": "k", "evidence": [1], "delay_hours": 1},
+        {"reasons": "REASONS-TWO", "medium": "email", "intent": "intent-two", "audience": "Sam", "key_information": "k", "evidence": [2, 3],
          "delay_hours": 2},
     ]}
     seen = run_traces(tmp_path, records, (json.dumps(plans),))
@@ -163,6 +168,9 @@ def test_a_writer_sees_its_carried_statements_and_none_of_the_events_others(tmp_
         (intent,) = [i for i in carried if f"Intent: {i}" in text]
         shown = {j for j in range(3) if f"STATEMENT-0-{j}" in text}
         assert shown == carried[intent], f"{intent} shows statements {shown}"
+        assert "REASONS-" not in text, "the planner's reasons are not passed to the writer"
+    traces_written = read_records(tmp_path / PID / "traces.jsonl", Trace)
+    assert sorted(t.reasons for t in traces_written) == ["REASONS-ONE private", "REASONS-TWO"], "kept on the trace"
 
 
 # ------------------------------------------------------------------------------------- the lexical label check

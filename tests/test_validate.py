@@ -66,7 +66,7 @@ def test_dangling_ids_are_named(handmade_dataset):
     edit(handmade_dataset, "qa.jsonl", dangle("digital_trace_ids", ["ghost-trace"]))
     edit(handmade_dataset, "major_events.jsonl", lambda rs: rs[0]["arc_states"][0].update(arc_id="ghost-arc"))
     problems = exactly(handmade_dataset, {"references", "evidence_carried"})  # the trace lost its real evidence
-    only(problems, "'no-such-phase'", "'ghost-evidence'", "'stranger' is not a relation", "'ghost-ev2'",
+    only(problems, "'no-such-phase'", "'ghost-evidence'", "'stranger' is neither a relation", "'ghost-ev2'",
          "'ghost-trace'", "'ghost-arc'")
     line = next(p for p in problems if "no-such-phase" in p)
     assert line.startswith(f"{PERSONA_ID}/events.jsonl: ") and "phase_id" in line

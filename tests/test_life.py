@@ -1,0 +1,138 @@
+"""Issue 15: a lived life — everyday stretches, arc states carried by phases, the registry, the calendar, the
+realism statistics; model-free parts directly, the plumbing through a fake run of the generation stages."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+from synth import life_stats
+from synth.calendar import holidays_between, weekday
+from synth.jsonl import read_records
+from synth.models import FILES, ArcState, MajorEvent, Person
+from synth.pipeline import open_session, run_stages
+from synth.prompts import render
+from synth.stages import arcs as arcs_stage
+from synth.stages import phases as phases_stage
+from synth.stats import collect
+from synth.validate import PersonaCheck
+
+ROOT = Path(__file__).resolve().parents[1]
+_PERSONA = {"name": "N", "age": 30, "gender": "f", "occupation": "o", "personality": "p", "family_history": "f",
+            "education": "e", "concerns": [], "interests": [], "backstory": "b", "end": "2024-03-01", "relations": []}
+
+
+def test_gaps_between_major_events_become_everyday_stretches():
+    # a 60-day timeline, events on days 5-9 and 20-21: gaps 0-4, 10-19 and 22-59 (a 2-day gap would be skipped)
+    assert arcs_stage.everyday_spans([(5, 9), (20, 21)], 60, 3) == [(0, 4, -1), (10, 19, 0), (22, 59, 1)]
+    assert arcs_stage.everyday_spans([(0, 9), (12, 59)], 60, 3) == [], "a 2-day gap stays a gap"
+
+
+def test_phase_bounds_tile_the_event_for_every_length_and_count():
+    """No off-by-one: whatever end days the model picks inside the offered bounds, the phases tile the event
+    (first day 0, last day length-1, no gap, no overlap, none empty)."""
+    for length in range(1, 30):
+        for count in range(1, min(length, 5) + 1):
+            for pick in ("low", "high"):
+                start, ends = 0, []
+                for k in range(count):
+                    low, high = phases_stage.phase_bounds(length, count, k, start)
+                    assert start <= low <= high <= length - 1, (length, count, k)
+                    end = low if pick == "low" else high
+                    ends.append(end)
+                    start = end + 1
+                assert ends[-1] == length - 1 and start == length, (length, count, pick)
+    assert phases_stage.phase_bounds(22, 2, 0, 0) == (0, 20), "day 21 is left to the second phase"
+    assert phases_stage.phase_bounds(22, 3, 0, 0) == (0, 19)
+
+
+def test_arc_states_move_inside_phases_and_reach_the_alignment_at_the_last():
+    before, target = {"a": 0, "b": 1}, {"a": 2, "b": 1}
+    first = phases_stage.states_after(before, target, 0, 3)
+    second = phases_stage.states_after(first, target, 1, 3)
+    last = phases_stage.states_after(second, target, 2, 3)
+    assert [first["a"], second["a"], last["a"]] == [1, 2, 2] and last == target, "two steps over three phases"
+    assert phases_stage.states_after({"a": 2}, {"a": 2}, 0, 1) == {"a": 2}, "an everyday stretch moves nothing"
+
+
+def test_validate_flags_a_state_change_no_phase_carries(tmp_path):
+    directory = tmp_path / "p"
+    directory.mkdir()
+    check = PersonaCheck(directory)
+    check.records["major_events.jsonl"] = [
+        {"id": "m0", "index": 0, "start": "2022-01-01", "kind": "major", "arc_states": [{"arc_id": "a", "anchor_index": 1}]},
+        {"id": "d0", "index": 1, "start": "2022-01-10", "kind": "everyday", "arc_states": [{"arc_id": "a", "anchor_index": 1}]},
+        {"id": "m1", "index": 2, "start": "2022-02-01", "kind": "major", "arc_states": [{"arc_id": "a", "anchor_index": 2}]},
+    ]
+    phase = lambda pid, major, k: {"id": pid, "major_event_id": major, "index": 0,  # noqa: E731
+                                   "arc_states": [{"arc_id": "a", "anchor_index": k}]}
+    good = [phase("p0", "m0", 1), phase("p1", "d0", 1), phase("p2", "m1", 2)]
+    check.records["phases.jsonl"] = good
+    check.check_arc_phases()
+    assert check.problems == []
+    check.records["phases.jsonl"] = [phase("p0", "m0", 1), phase("p1", "d0", 2), phase("p2", "m1", 2)]
+    check.check_arc_phases()
+    assert any("in an everyday phase" in p for p in check.problems)
+    check.problems.clear()
+    check.records["phases.jsonl"] = [phase("p0", "m0", 0), phase("p1", "d0", 0), phase("p2", "m1", 2)]
+    check.check_arc_phases()
+    assert any("no phase carries the change" in p and "m0" in p for p in check.problems)
+
+
+def test_dates_carry_their_weekday_and_the_holidays_of_the_country():
+    assert weekday("2024-02-10") == 5 and weekday(dt.datetime(2024, 2, 12, 9)) == 0
+    spring = holidays_between("CN", "zh", "2024-02-09", "2024-02-11")
+    assert [h["date"] for h in spring] == ["2024-02-10", "2024-02-11"] and spring[0]["name"] == "春节"
+    assert [h["name"] for h in holidays_between("GB", "en", "2022-12-24", "2022-12-26")] == ["Christmas Day",
+                                                                                               "Boxing Day"]
+    assert holidays_between("", "en", "2022-01-01", "2022-12-31") == []
+    assert holidays_between("XX", "en", "2022-01-01", "2022-12-31") == [], "an unknown country gives none"
+    day = render("phases_init.j2", language="zh", persona={**_PERSONA, "start": "2024-02-10"}, arcs=[], moves=[],
+                 event={"kind": "everyday", "start": "2024-02-10", "end": "2024-02-12"})
+    assert "2024-02-10（周六）" in day[1]["content"]
+
+
+def test_realism_statistics_are_computed_from_the_text():
+    assert life_stats.distinct_2(["a b a b", "c d"]) == 3 / 4  # (a,b) (b,a) (a,b) (c,d): 3 distinct of 4
+    assert life_stats.distinct_2(["今天很好", "今天很好"]) == 0.5
+    texts = ["Dear diary today was long and", "Dear diary today was long but fine", "Something else entirely here"]
+    assert life_stats.repeated_openings(texts) == 2 / 3
+    times = [dt.datetime(2022, 1, 2, 9), dt.datetime(2022, 1, 2, 20), dt.datetime(2022, 1, 15, 8)]
+    assert life_stats.gaps(times, dt.date(2022, 1, 1), dt.date(2022, 1, 20)) == [1, 12, 5]
+    assert life_stats.month_counts(times, dt.date(2022, 1, 1), dt.date(2022, 3, 31)) == [3, 0, 0]
+    mix = life_stats.media_mix({"zh": __import__("collections").Counter({"wechat_chat": 3, "diary": 1})},
+                               {"zh": {"wechat_chat": 1, "diary": 1}})
+    assert mix["zh"]["wechat_chat"] == {"share": 0.75, "target": 0.5}
+
+
+def test_a_fake_run_lives_every_new_path(tmp_path):
+    """Plumbing only (the fake provider): everyday stretches get phases, events and traces; arc states move only
+    inside phases; the registry grows and its people take part in events; `synth stats` reports the figures."""
+    config = tmp_path / "c.toml"
+    config.write_text("[arcs]\nmin_major_events = 3\n[phases]\nnew_people = 2\n")
+    session = open_session(tmp_path, [ROOT / "personas"], ["p01_maya"], "tiny", "fake", None, None, None, None,
+                           None, config)
+    try:
+        asyncio.run(run_stages(session, ["persona", "arcs", "phases", "events", "traces"], show_progress=False))
+    finally:
+        session.close()
+    d = tmp_path / "p01_maya"
+    majors = read_records(d / "major_events.jsonl", MajorEvent)
+    phases = read_records(d / "phases.jsonl", FILES["phases.jsonl"])
+    people = read_records(d / "people.jsonl", Person)
+    events = read_records(d / "events.jsonl", FILES["events.jsonl"])
+    everyday = {m.id for m in majors if m.kind == "everyday"}
+    assert everyday and any(p.major_event_id in everyday for p in phases), "everyday stretches have phases"
+    assert all(p.arc_states for p in phases)
+    introduced = [p for p in people if p.origin == "introduced"]
+    assert introduced and all(p.first_phase_id for p in introduced), "phases added people or places"
+    relations = {p.id for p in people if p.origin == "relation"}
+    assert relations and {i for e in events for i in e.participant_ids} - relations <= {p.id for p in introduced}
+    check = PersonaCheck(d)
+    problems = check.run()
+    assert not [p for p, k in zip(problems, check.kinds, strict=True) if k in ("arc_phases", "references")], problems
+    life = collect(tmp_path)["life"]["p01_maya"]
+    assert 0 < life["everyday_share"] < 1 and life["cast_end"] >= life["cast_start"]
+    assert 0 < life["distinct_2"] <= 1
+    assert isinstance(majors[0].arc_states[0], ArcState)
