@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime as dt
 import json
 import os
 import re
@@ -144,6 +145,8 @@ def stage_depths(persona: Path) -> dict[str, int]:
             depths[stage] = manifest["provider_calls"]
         elif stage == "qa":
             depths[stage] = qa_chain(persona)
+        elif stage == "traces":
+            depths[stage] = 2 * trace_waves(persona)
         elif stage == "distractors":
             depths[stage] = max((distractor_chain(item) for item in read_jsonl(persona / "mcq.jsonl")), default=0)
         else:
@@ -157,6 +160,20 @@ def qa_chain(persona: Path) -> int:
     read from the written items, so a type planned but never written is not counted (the bound errs low)."""
     types = {item.get("question_type") for item in read_jsonl(persona / "qa.jsonl")}
     return len(types) + 1 if types else FIXED_DEPTH["qa"]
+
+
+def trace_waves(persona: Path) -> int:
+    """The traces stage writes in waves of `voice_wave_days` (plan → write inside a wave, each wave after the
+    earlier ones, so they can be its voice reference); one wave when no voice examples are asked for."""
+    config = json.loads((persona.parent / "dataset.json").read_text(encoding="utf-8")).get("config", {})
+    section = config.get("traces", {})
+    if not section.get("voice_examples"):
+        return 1
+    start = dt.date.fromisoformat(read_jsonl(persona / "persona.jsonl")[0]["start"])
+    days = max(1, int(section.get("voice_wave_days", 30)))
+    asked = {v["event_id"] for v in read_jsonl(persona / "evidence.jsonl")}  # an event without evidence asks nothing
+    return max(1, len({(dt.date.fromisoformat(e["time"][:10]) - start).days // days
+                       for e in read_jsonl(persona / "events.jsonl") if e["id"] in asked}))
 
 
 def distractor_chain(item: dict) -> int:

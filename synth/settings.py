@@ -64,6 +64,8 @@ class TracesSettings(Section):
     max_delay_hours: int = Field(ge=0)
     zh_chars_per_word: float = Field(gt=0)  # Chinese limits are characters: the word limits times this
     voice_examples: int = Field(ge=0)  # the person's latest traces of the same medium shown to the writer
+    voice_chars: int = Field(ge=1)  # each voice example cut to this many characters
+    voice_wave_days: int = Field(ge=1)  # traces are written in waves of this many days; a wave reads earlier ones
     # per language: relative weights of the media mix (a target over the persona's traces, not forced per event)
     media: dict[Literal["en", "zh"], dict[str, float]]
 

@@ -250,7 +250,8 @@ class PersonaCheck:
                 self.refs(name, record, "first_phase_id", [record.get("first_phase_id")], "phases.jsonl")
         for name, record in self.each("events.jsonl"):
             self.refs(name, record, "phase_id", [record.get("phase_id")], "phases.jsonl")
-            if self.persona:
+            # participants point into people.jsonl too: not checked when a partial check did not load it
+            if self.persona and not (self.partial and "people.jsonl" not in self.records):
                 missing = [p for p in id_list(record.get("participant_ids")) if p not in relations]
                 for pid in missing:
                     self.flag(name, record, f"participant_ids: '{pid}' is neither a relation of the persona nor "

@@ -110,9 +110,15 @@ def test_a_fake_run_lives_every_new_path(tmp_path):
     """Plumbing only (the fake provider): everyday stretches get phases, events and traces; arc states move only
     inside phases; the registry grows and its people take part in events; `synth stats` reports the figures."""
     config = tmp_path / "c.toml"
-    config.write_text("[arcs]\nmin_major_events = 3\n[phases]\nnew_people = 2\n")
+    # one medium only, so later waves find earlier traces of the same medium (the voice reference)
+    others = "\n".join(f"{m} = 0" for m in ("social_post", "message_thread", "email", "note", "todo_list",
+                                              "calendar_entry", "search_history", "voice_memo_transcript",
+                                              "photo_caption"))
+    config.write_text("[arcs]\nmin_major_events = 3\n[phases]\nnew_people = 2\n"
+                      f"[traces]\nvoice_wave_days = 7\n[traces.media.en]\ndiary = 1\n{others}\n")
     session = open_session(tmp_path, [ROOT / "personas"], ["p01_maya"], "tiny", "fake", None, None, None, None,
                            None, config)
+    fake = session.llm.provider(session.options.route)
     try:
         asyncio.run(run_stages(session, ["persona", "arcs", "phases", "events", "traces"], show_progress=False))
     finally:
@@ -136,3 +142,26 @@ def test_a_fake_run_lives_every_new_path(tmp_path):
     assert 0 < life["everyday_share"] < 1 and life["cast_end"] >= life["cast_start"]
     assert 0 < life["distinct_2"] <= 1
     assert isinstance(majors[0].arc_states[0], ArcState)
+    writes = [r for r in fake.seen if r.task == "traces" and set(r.json_schema["properties"]) == {"content"}]
+    voiced = [r for r in writes if "Earlier records of this person in the same medium" in r.messages[-1]["content"]]
+    assert voiced and len(voiced) < len(writes), "later waves read earlier traces; the first wave has none"
+    assert any("Public holidays" in r.messages[-1]["content"] or "(Monday)" in r.messages[-1]["content"]
+               for r in writes), "dates carry weekdays"
+
+
+def test_voice_waves_and_reference_read_only_earlier_traces():
+    from synth.models import Event, Trace
+    from synth.stages import traces as traces_stage
+
+    start = dt.date(2022, 1, 1)
+    event = lambda eid, day: Event(id=eid, persona_id="p", phase_id="ph", time=dt.datetime(2022, 1, 1 + day, 9),  # noqa: E731
+                                   title="t", description="d", location="l", participant_ids=[])
+    waves = traces_stage.voice_waves([event("c", 20), event("a", 0), event("b", 6)], start, 7)
+    assert [[e.id for e in w] for w in waves] == [["a", "b"], ["c"]]
+    trace = lambda tid, day, medium: Trace(id=tid, persona_id="p", event_id="e", evidence_ids=[], medium=medium,  # noqa: E731
+                                           time=dt.datetime(2022, 1, 1 + day, 9), intent="i", audience="a",
+                                           content=f"text {tid} " * 20)
+    written = [trace("t1", 1, "diary"), trace("t2", 3, "email"), trace("t3", 5, "diary"), trace("t4", 9, "diary")]
+    voice = traces_stage.voice_reference(written, "diary", dt.datetime(2022, 1, 8), 2, 12)
+    assert [v["content"] for v in voice] == ["text t1 text", "text t3 text"], "latest two before, oldest first"
+    assert traces_stage.voice_reference(written, "diary", dt.datetime(2022, 1, 8), 0, 12) == []

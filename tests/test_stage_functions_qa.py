@@ -84,7 +84,7 @@ def test_trace_plan_variables_offer_sorted_media_and_the_seeded_suggestion():
 def plan_of(delay_hours: int = 30):
     model = traces.plan_answer(("diary", "email"), 2, 1, 48)
     return model.model_validate({"traces": [{
-        "medium": "email", "intent": " ask for help ", "audience": " Xiaomei ", "key_information": "k",
+        "reasons": " private: only for her sister ", "medium": "email", "intent": " ask for help ", "audience": " Xiaomei ", "key_information": "k",
         "evidence": [2], "delay_hours": delay_hours}]}).traces[0]
 
 
@@ -105,6 +105,7 @@ def test_write_variables_and_build_trace_carry_the_plan_into_the_record():
     assert record.id == mint_id("ev1", "trace", 3) and record.persona_id == PID and record.event_id == "ev1"
     assert record.evidence_ids == ["e2"] and record.time == when
     assert (record.intent, record.audience, record.content) == ("ask for help", "Xiaomei", "Dear Xiaomei, help.")
+    assert record.reasons == "private: only for her sister" and "reasons" not in variables
     assert record.tokens > 0
 
 

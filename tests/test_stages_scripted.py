@@ -149,9 +149,13 @@ def test_arcs_scripted_seeds_arcs_and_major_events(tmp_path):
     # the arcs request may only name seeds that exist, added ones included
     assert properties(second, "ArcDraft")["seeds"]["items"]["enum"] == names
 
-    majors = load(directory, "major_events.jsonl")
+    every = load(directory, "major_events.jsonl")
+    assert [m.index for m in every] == list(range(len(every))), "indices follow time, everyday stretches included"
+    # the gaps of 3 days or more are everyday life: before day 5, 13-19, 36-39
+    assert [((m.start - START).days, (m.end - START).days) for m in every if m.kind == "everyday"] == [
+        (0, 4), (13, 19), (36, 39)]
+    majors = [m for m in every if m.kind == "major"]
     assert [m.title for m in majors] == ["Start", "Move", "Mid", "Late1", "Late2"], "sorted by start (stable)"
-    assert [m.index for m in majors] == list(range(5))
     assert [m.id for m in majors] == [mint_id(PID, "major_event", i) for i in range(5)]
     days = [((m.start - START).days, (m.end - START).days) for m in majors]
     # Move's overlap with Mid is cut, Mid's reversed span flipped, the two on the last day pushed apart
@@ -180,9 +184,9 @@ TRACES_CONFIG = "[traces]\ntraces_per_event = 2\nmax_delay_hours = 48\n"
 # 20:59 the day before the timeline ends leaves 27 whole hours (to 23:59 on the last day): the delay bound
 LATE = dt.datetime(2022, 2, 10, 20, 59)
 PLANS_ANSWER = {"traces": [
-    {"medium": "email", "intent": "intent-alpha", "audience": "Sam", "key_information": "k1",
+    {"reasons": "r", "medium": "email", "intent": "intent-alpha", "audience": "Sam", "key_information": "k1",
      "evidence": [2, 2], "delay_hours": 27},
-    {"medium": "diary", "intent": "intent-beta", "audience": "self", "key_information": "k2",
+    {"reasons": "r", "medium": "diary", "intent": "intent-beta", "audience": "self", "key_information": "k2",
      "evidence": [1], "delay_hours": 5},
 ]}  # evidence 3 is in no plan
 WRITES = ["  TEXT ONE from the scripted writer  ", "TEXT TWO from the scripted writer"]
@@ -204,7 +208,7 @@ def _write_trace_inputs(directory: Path) -> tuple[list[Event], list[Evidence]]:
                          arc_ids=[f"arc{j - 1}"]) for j in (1, 2, 3)]
     directory.mkdir(parents=True)
     files = {"persona.jsonl": [persona()], "arcs.jsonl": arcs, "major_events.jsonl": [major],
-             "phases.jsonl": [phase], "events.jsonl": events, "evidence.jsonl": evidence}
+             "phases.jsonl": [phase], "events.jsonl": events, "evidence.jsonl": evidence, "people.jsonl": []}
     for name, records in files.items():
         write_atomic(directory / name, records)
     return events, evidence

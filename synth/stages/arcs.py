@@ -195,7 +195,8 @@ def build_major_events(persona: Persona, seeds: list[EventSeed], arcs: list[Life
     if everyday_min_days is None:
         return events
     everyday = build_everyday(persona, arcs, events, everyday_spans(spans, days, everyday_min_days))
-    return sorted(events + everyday, key=lambda e: e.start)
+    # indices follow time over both kinds (ids stay those minted above)
+    return [e.model_copy(update={"index": n}) for n, e in enumerate(sorted(events + everyday, key=lambda e: e.start))]
 
 
 # ------------------------------------------------------------------------------------------ the stage

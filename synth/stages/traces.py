@@ -187,6 +187,8 @@ class TraceWriter:
         self.country = ctx.settings.holiday_countries.get(ctx.language, "")
         self.people = ctx.people
         self.kinds = {m.id: m.kind for m in ctx.major_events}
+        self.written: list[Trace] = []  # traces of earlier waves: the voice reference
+        self.voice = (section.voice_examples, section.voice_chars)
         self.delay_limit = section.max_delay_hours
         self.persona_view = self.persona.model_dump(mode="json")
         self.arcs, self.majors = ctx.arcs, ctx.major_events
@@ -224,15 +226,40 @@ class TraceWriter:
     async def write(self, context: dict, event: Event, plan: BaseModel, carried: list[Evidence], k: int,
                     max_delay: int) -> Trace:
         time = trace_time(event, plan.delay_hours, max_delay)
+        voice = voice_reference(self.written, plan.medium, time, *self.voice)
         answer = await self.ctx.ask("traces", "traces_write.j2",
-                                    write_variables(context, plan, carried, time, self.words), TraceText,
+                                    write_variables(context, plan, carried, time, self.words, voice), TraceText,
                                     max_tokens=answer_tokens(self.ctx, 3 * self.words[1] + 200))
         return build_trace(answer, plan, event, carried, k, time, self.persona.id)
 
 
+def voice_waves(events: list[Event], start: dt.date, wave_days: int) -> list[list[Event]]:
+    """Events grouped into consecutive stretches of `wave_days` (time order): the traces of one wave are written
+    concurrently, after every earlier wave, so a writer can read the person's earlier traces (its voice)."""
+    waves: dict[int, list[Event]] = {}
+    for event in sorted(events, key=lambda e: (e.time, e.id)):
+        waves.setdefault((event.time.date() - start).days // max(1, wave_days), []).append(event)
+    return [waves[k] for k in sorted(waves)]
+
+
+def voice_reference(written: list[Trace], medium: str, before: dt.datetime, count: int, chars: int) -> list[dict]:
+    """The person's latest `count` traces of `medium` written before `before`, oldest first, each cut to `chars`:
+    the writer's voice reference."""
+    same = sorted((t for t in written if t.medium == medium and t.time < before), key=lambda t: (t.time, t.id))
+    return [{"time": t.time.isoformat(timespec="minutes"), "content": t.content[:chars]}
+            for t in same[len(same) - count:]] if count > 0 else []
+
+
 async def run(ctx: StageContext) -> None:
     writer = TraceWriter(ctx)
-    await ctx.units([(event.id, partial(writer.event, event)) for event in ctx.events])
+    section: TracesSettings = ctx.section
+    if section.voice_examples <= 0:
+        await ctx.units([(event.id, partial(writer.event, event)) for event in ctx.events])
+        return
+    for wave in voice_waves(ctx.events, ctx.persona.start, section.voice_wave_days):
+        await ctx.units([(event.id, partial(writer.event, event)) for event in wave])
+        for event in wave:
+            writer.written += ctx.done_records(event.id, "traces.jsonl", Trace) or []
 
 
 STAGE = Stage(
