@@ -59,11 +59,13 @@ class Segment:
 
 def arc_states(events: Iterable[Event], phases: Iterable[Phase],
                major_events: Iterable[MajorEvent]) -> dict[str, tuple[tuple[str, int], ...]]:
-    """Event id → the (arc id, anchor index) pairs of the major event it happened under (event → phase → major
-    event): the arc states an event's evidence shows. An event whose chain is broken gets none."""
+    """Event id → the (arc id, anchor index) pairs its phase ends in (the phase's `arc_states`: arcs move with the
+    phases), else those of the major event it happened under (event → phase → major event; data from before the
+    phases carried states): the arc states an event's evidence shows. An event whose chain is broken gets none."""
     majors = {m.id: tuple((s.arc_id, s.anchor_index) for s in m.arc_states) for m in major_events}
-    parent = {p.id: p.major_event_id for p in phases}
-    return {e.id: majors.get(parent.get(e.phase_id, ""), ()) for e in events}
+    own = {p.id: (tuple((s.arc_id, s.anchor_index) for s in p.arc_states) if p.arc_states
+                  else majors.get(p.major_event_id, ())) for p in phases}
+    return {e.id: own.get(e.phase_id, ()) for e in events}
 
 
 def observable_evidence(evidence: Iterable[Evidence], traces: Iterable[Trace],

@@ -139,6 +139,9 @@ def test_arc_states_follow_event_phase_major_event():
     [found] = observable_evidence(ev, traces, states)
     assert found.state_of("X") == 2 and found.state_of("Z") is None
     assert observable_evidence(ev, traces)[0].states == ()
+    # a phase that carries its own states (arcs move with the phases) wins over its major event's alignment
+    carried = [phases[0].model_copy(update={"arc_states": [ArcState(arc_id="X", anchor_index=1)]})]
+    assert arc_states(events, carried, majors) == {"e1": (("X", 1),), "e2": ()}
 
 
 def test_evidence_of_two_arcs_lands_in_both_and_unknown_arcs_are_ignored():
