@@ -45,7 +45,9 @@ def site_data(view: PersonaView) -> dict:
     """Everything one persona page shows, as plain JSON (optional fields read defensively)."""
     arcs_of = {text(e.get("id")): id_list(e.get("arc_ids")) for e in view.evidence}
     steps = arc_steps(view)
-    phase_everyday = {text(p.get("id")) for p in view.phases if everyday(p)}
+    everyday_majors = {text(m.get("id")) for m in view.majors if everyday(m)}  # issue 15's everyday stretches
+    phase_everyday = {text(p.get("id")) for p in view.phases
+                      if everyday(p) or text(p.get("major_event_id")) in everyday_majors}
     p = view.persona
     return {
         "persona": {"id": view.id, "name": text(p.get("name")), "language": view.language,
@@ -57,9 +59,11 @@ def site_data(view: PersonaView) -> dict:
                              for s in dict_list(a.get("anchor_states"))],
                   "steps": [[d.isoformat(), i] for d, i in steps.get(text(a.get("id")), [])]} for a in view.arcs],
         "majors": [{"id": text(m.get("id")), "title": text(m.get("title")), "description": text(m.get("description")),
-                    "start": text(m.get("start")), "end": text(m.get("end"))} for m in view.majors],
+                    "start": text(m.get("start")), "end": text(m.get("end"))}
+                   for m in view.majors if text(m.get("id")) not in everyday_majors],
         "phases": [{"id": text(ph.get("id")), "title": text(ph.get("title")), "description": text(ph.get("description")),
-                    "start": text(ph.get("start")), "end": text(ph.get("end")), "everyday": everyday(ph),
+                    "start": text(ph.get("start")), "end": text(ph.get("end")),
+                    "everyday": text(ph.get("id")) in phase_everyday,
                     "before": ph.get("snapshot_before") if isinstance(ph.get("snapshot_before"), dict) else {},
                     "after": ph.get("snapshot_after") if isinstance(ph.get("snapshot_after"), dict) else {}}
                    for ph in view.phases],

@@ -69,12 +69,21 @@ def run_synth(*args: str, env: dict[str, str] | None = None, timeout: float = 30
                           timeout=timeout)
 
 
+TINY_SEED = 3
+
+
 @pytest.fixture(scope="session")
 def tiny_dataset(tmp_path_factory) -> Path:
-    """One `synth run --preset tiny --provider fake` for the whole session; treat it as read-only (copy to edit)."""
+    """One `synth run --preset tiny --provider fake` for the whole session; treat it as read-only (copy to edit).
+    The fake's random judges keep about a third of tiny's one or two items, and every prompt edit reshuffles its
+    answers: the seed is one whose run keeps an item (the tests downstream need one to click, export and compare),
+    and the assertion below says so at once when a change makes it keep none — pick another seed then."""
     out = tmp_path_factory.mktemp("tiny") / "data"
-    result = run_synth("run", "--preset", "tiny", "--provider", "fake", "--out", str(out), "--personas", str(PERSONAS))
+    result = run_synth("run", "--preset", "tiny", "--provider", "fake", "--out", str(out), "--personas", str(PERSONAS),
+                       "--seed", str(TINY_SEED))
     assert result.returncode == 0, f"tiny fake run failed ({result.returncode}):\n{result.stderr[-3000:]}"
+    assert any(p.read_text().strip() for p in out.glob("*/final.jsonl")), \
+        f"the tiny fake run (seed {TINY_SEED}) kept no item: choose another TINY_SEED in tests/conftest.py"
     return out
 
 
