@@ -174,6 +174,78 @@ class Trace(Record):
     reasons: str = ""  # the planner's reasons for the medium (never shown to the writer)
 
 
+STYLE_DIMENSIONS = ("formality", "verbosity", "humour", "jargon", "emoji", "directness", "warmth", "questioning")
+
+
+class GroupMember(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    person_id: str  # the persona's id for the persona, else a relation id
+    name: str
+    role: str
+    style: dict[str, int]  # STYLE_DIMENSIONS → 1 (low) … 5 (high): EverMemBench's communication style
+
+
+class Group(Record):
+    kind: Literal["family", "work", "friends"]
+    members: list[GroupMember]
+
+
+class Utterance(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    speaker: str  # a display name (the persona's, a member's or a bystander's)
+    speaker_id: str = ""  # the person's id when known
+    time: dt.datetime
+    text: str
+    evidence_ids: list[str] = []  # metadata only, never in the text
+
+
+class Repair(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    round: int
+    problems: list[str]
+    diff: str  # unified diff of the formatted lines, before → after
+
+
+class SpokenCheck(BaseModel):
+    """A chat day's or dialogue's validation: the model-free rule problems of the first draft, the judge's levels,
+    the repairs made, and whether it stayed flagged after the last allowed repair."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule_problems: list[str] = []  # level 1 (model-free) on the first draft
+    judge_problems: list[str] = []  # levels 2–4 on the first draft (empty when not judged)
+    repairs: list[Repair] = []
+    flagged: bool = False
+    final_problems: list[str] = []
+
+
+class ChatDay(Record):
+    group_id: str
+    date: dt.date
+    event_ids: list[str]
+    evidence_ids: list[str]
+    utterances: list[Utterance]
+    summary: str  # generator-only state (the rolling summaries are built from it); never exported
+    open_items: list[str] = []  # generator-only: directives still open after the day
+    check: SpokenCheck
+
+
+class LifelogDialogue(Record):
+    event_id: str
+    evidence_ids: list[str]
+    start: dt.datetime
+    end: dt.datetime
+    place: str
+    participants: list[str]  # display names
+    calendar: str  # the day as the calendar shows it (weekday, holiday)
+    lines: list[Utterance]
+    similar_event_ids: list[str] = []  # the top-5 most similar earlier events the repetition check compared with
+    check: SpokenCheck
+
+
 class EvidenceRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -305,6 +377,9 @@ FILES: dict[str, type[Record]] = {
     "people.jsonl": Person,
     "events.jsonl": Event,
     "evidence.jsonl": Evidence,
+    "groups.jsonl": Group,
+    "chats.jsonl": ChatDay,
+    "lifelog.jsonl": LifelogDialogue,
     "traces.jsonl": Trace,
     "qa.jsonl": QA,
     "mcq.jsonl": MCQ,

@@ -79,6 +79,8 @@ def signature_parts(stage: Stage, seed: PersonaSeed, directory: Path, config: di
         "task_max_tokens": {k: floors[k] for t in stage.templates if (k := t.removesuffix(".j2")) in floors},
         "holiday_countries": config.get("holiday_countries"),
     }
+    for key in stage.config_keys:
+        settings[key] = config.get(key)
     if stage.judges:
         settings["judge_temperature"] = config.get("judge_temperature")
     for name in stage.config_files:

@@ -79,6 +79,41 @@ class TracesSettings(Section):
         return self
 
 
+class ChatsSettings(Section):
+    max_days_per_group: int = Field(ge=0)  # active days generated per group (0 = every active day)
+    min_utterances: int = Field(ge=1)
+    max_utterances: int = Field(ge=1)
+    summary_days: int = Field(ge=0)  # day summaries the rolling weekly state shows
+    monthly_summaries: int = Field(ge=0)  # earlier months' summaries the rolling state shows
+    judge: bool  # levels 2–4 of the daily validation (a model call per day); level 1 always runs
+    max_repairs: int = Field(ge=0, le=2)  # repair rounds per day, then the day is flagged
+    # relation words that put a relation into the family or work group (lower case; the rest are friends)
+    family_words: list[str]
+    work_words: list[str]
+
+    @model_validator(mode="after")
+    def _range(self) -> "ChatsSettings":
+        if self.min_utterances > self.max_utterances:
+            raise ValueError(f"min_utterances {self.min_utterances} is above max_utterances {self.max_utterances}")
+        return self
+
+
+class LifelogSettings(Section):
+    minutes: int = Field(ge=1)  # how long an event's dialogue runs
+    min_lines: int = Field(ge=1)
+    max_lines: int = Field(ge=1)
+    max_repairs: int = Field(ge=0, le=2)
+    similar_events: int = Field(ge=0)  # the repetition check compares with this many most similar earlier events
+    repetition_threshold: float = Field(ge=0, le=1)  # word-overlap similarity above which a dialogue repeats one
+    bystander: dict[Literal["en", "zh"], str]  # the speaker label of a stranger overheard
+
+    @model_validator(mode="after")
+    def _range(self) -> "LifelogSettings":
+        if self.min_lines > self.max_lines:
+            raise ValueError(f"min_lines {self.min_lines} is above max_lines {self.max_lines}")
+        return self
+
+
 class QASettings(Section):
     window_days: int = Field(ge=1)
     stride_days: int = Field(ge=1)
@@ -189,10 +224,13 @@ class Settings(Section):
     max_tokens: int = Field(ge=1)
     task_max_tokens: dict[str, int]  # per template (without .j2): the answer room that task needs at least
     holiday_countries: dict[Literal["en", "zh"], str]  # public holidays shown in dated prompts, per language
+    sources: list[Literal["written", "group_chat", "lifelog"]] = Field(min_length=1)
     persona: PersonaSettings
     arcs: ArcsSettings
     phases: PhasesSettings
     events: EventsSettings
+    chats: ChatsSettings
+    lifelog: LifelogSettings
     traces: TracesSettings
     qa: QASettings
     distractors: DistractorsSettings

@@ -44,6 +44,7 @@ class Stage:
     config_files: tuple[str, ...] = ()  # files of synth/config/ its output depends on (hashed into its signature)
     token_file: str | None = None  # an output whose records' `tokens` add up to the manifest's trace_tokens
     judges: tuple[str, ...] = ()  # tasks that judge rather than write: they run at judge_temperature
+    config_keys: tuple[str, ...] = ()  # top-level config keys its output depends on (hashed into its signature)
 
 
 

@@ -13,7 +13,8 @@ from rich.table import Table
 from synth import rules
 from synth.jsonl import read_records
 from synth.life_stats import media_mix, persona_life
-from synth.models import MCQ, Event, FinalItem, MajorEvent, Person, Persona, Phase, Rejected, Trace
+from synth.models import MCQ, ChatDay, Event, FinalItem, LifelogDialogue, MajorEvent, Person, Persona, Phase, Rejected, Trace
+from synth.spoken import validation_rates
 
 POSITIONS = rules.POSITIONS
 
@@ -122,6 +123,8 @@ def collect(out: Path) -> dict:
     life = {}
     config = _config(out)
     personas = {}
+    chats: list[ChatDay] = []
+    dialogues: list[LifelogDialogue] = []
     for directory in persona_dirs(out):
         persona = _read(directory / "persona.jsonl", Persona)
         traces = _read(directory / "traces.jsonl", Trace)
@@ -132,6 +135,8 @@ def collect(out: Path) -> dict:
                 _read(directory / "phases.jsonl", Phase), _read(directory / "major_events.jsonl", MajorEvent),
                 _read(directory / "people.jsonl", Person), int(config.get("events", {}).get("max_gap_days", 10)))
         kept = _read(directory / "final.jsonl", FinalItem)
+        chats += _read(directory / "chats.jsonl", ChatDay)
+        dialogues += _read(directory / "lifelog.jsonl", LifelogDialogue)
         dropped = _read(directory / "rejected.jsonl", Rejected)
         final += kept
         rejected += dropped
@@ -150,6 +155,7 @@ def collect(out: Path) -> dict:
         "media_by_language": media_mix(media_by_language, config.get("traces", {}).get("media", {})),
         "life": life,
         "rejected_by_filter": dict(Counter(r.filter for r in rejected).most_common()),
+        "spoken_validation": {"group_chat": validation_rates(chats), "lifelog": validation_rates(dialogues)},
         "final_by_type_and_filter": _type_table(final, rejected),
         **blind_accuracy(final),
         "blind_before_filtering": blind_accuracy([*final, *rejected]),
@@ -256,6 +262,13 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
                          {p: f"{s:.1%}" for p, s in data["positions"].items()}))
     console.print(_checks_table(data))
     console.print(_blind_table(data))
+    for source, rates in data["spoken_validation"].items():
+        if rates["records"]:
+            console.print(
+                f"{source} validation over {rates['records']} records: first draft broke a rule (level 1) "
+                f"{rates['rule_fail_rate']:.1%}, failed a judge level (2–4) {rates['judge_fail_rate']:.1%}; "
+                f"fixed by repair {rates['repaired_rate']:.1%}, still flagged {rates['flagged_rate']:.1%} "
+                f"(repeats a similar event {rates['repeated_rate']:.1%}); {rates['repairs']} repairs", highlight=False)
     console.print(
         f"final items: blind accuracy {data['blind_accuracy']:.1%} over {data['blind_picks']} no-context picks "
         f"({data['blind_accuracy_answerable']:.1%} on answerable; chance is 20%) · "

@@ -222,6 +222,7 @@ class PersonaCheck:
     def check_references(self) -> None:
         self.check_plan_refs()
         self.check_event_refs()
+        self.check_spoken_refs()
         for name, record in self.each(*ASKED_FILES):
             self.check_question_refs(name, record)
 
@@ -262,6 +263,37 @@ class PersonaCheck:
         for name, record in self.each("traces.jsonl"):
             self.refs(name, record, "event_id", [record.get("event_id")], "events.jsonl")
             self.refs(name, record, "evidence_ids", id_list(record.get("evidence_ids")), "evidence.jsonl")
+
+    def check_spoken_refs(self) -> None:
+        """Group chats and lifelog dialogues: members are the persona or its relations; a chat day's or dialogue's
+        evidence exists and belongs to the events it is bound to; a line carries only its record's evidence and a
+        chat speaker with an id is a member of the group."""
+        people = {self.persona.get("id")} | {r.get("id") for r in dict_list(self.persona.get("relations"))}
+        for name, record in self.each("groups.jsonl"):
+            for member in dict_list(record.get("members")):
+                if self.persona and member.get("person_id") not in people:
+                    self.flag(name, record, f"members: '{member.get('person_id')}' is neither the persona nor a relation")
+        groups = self.by_id.get("groups.jsonl", {})
+        evidence = self.by_id.get("evidence.jsonl", {})
+        for name, record in self.each("chats.jsonl", "lifelog.jsonl"):
+            chat = name == "chats.jsonl"
+            events = id_list(record.get("event_ids")) if chat else [record.get("event_id")]
+            if chat:
+                self.refs(name, record, "group_id", [record.get("group_id")], "groups.jsonl")
+            self.refs(name, record, "event_ids" if chat else "event_id", events, "events.jsonl")
+            bound = id_list(record.get("evidence_ids"))
+            self.refs(name, record, "evidence_ids", bound, "evidence.jsonl")
+            for evidence_id in bound:
+                item = evidence.get(evidence_id)
+                if item is not None and item.get("event_id") not in events:
+                    self.flag(name, record, f"evidence_ids: '{evidence_id}' belongs to an event it is not bound to")
+            members = {m.get("person_id") for m in dict_list(groups.get(record.get("group_id"), {}).get("members"))}
+            for i, line in enumerate(dict_list(record.get("utterances" if chat else "lines")), 1):
+                stray = [e for e in id_list(line.get("evidence_ids")) if e not in bound]
+                if stray:
+                    self.flag(name, record, f"line {i}: carries evidence '{stray[0]}' the record is not bound to")
+                if chat and members and line.get("speaker_id") and line.get("speaker_id") not in members:
+                    self.flag(name, record, f"line {i}: speaker '{line.get('speaker')}' is not a member of the group")
 
     def check_question_refs(self, name: str, record: dict) -> None:
         self.refs(name, record, "arc_id", [record.get("arc_id")], "arcs.jsonl")

@@ -16,6 +16,7 @@ from synth.calendar import holidays_between
 from synth.llm.fake import estimate_tokens
 from synth.models import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
 from synth.settings import TracesSettings
+from synth.spoken import spoken_traces
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import answer_tokens, arc_views
 
@@ -251,6 +252,14 @@ def voice_reference(written: list[Trace], medium: str, before: dt.datetime, coun
 
 
 async def run(ctx: StageContext) -> None:
+    if "written" in ctx.settings.sources:
+        await write_traces(ctx)
+    spoken = spoken_traces(ctx.read("groups.jsonl"), ctx.read("chats.jsonl"), ctx.read("lifelog.jsonl"), ctx.events)
+    if spoken:  # chat days and dialogues join as traces of their own media (no model call)
+        await ctx.units([("spoken", partial(_spoken, spoken))])
+
+
+async def write_traces(ctx: StageContext) -> None:
     writer = TraceWriter(ctx)
     section: TracesSettings = ctx.section
     if section.voice_examples <= 0:
@@ -262,14 +271,19 @@ async def run(ctx: StageContext) -> None:
             writer.written += ctx.done_records(event.id, "traces.jsonl", Trace) or []
 
 
+async def _spoken(traces: list[Trace]) -> Records:
+    return {"traces.jsonl": traces}
+
+
 STAGE = Stage(
     name="traces",
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "people.jsonl", "events.jsonl",
-           "evidence.jsonl"),
+           "evidence.jsonl", "groups.jsonl", "chats.jsonl", "lifelog.jsonl"),
     writes=("traces.jsonl",),
     templates=("traces_plan.j2", "traces_write.j2"),
     tasks=("traces",),
     body=run,
     help="traces.jsonl: digital traces per event, planned (medium, intent, audience, evidence) then written",
     token_file="traces.jsonl",  # the manifest records the persona's trace tokens
+    config_keys=("sources",),
 )
