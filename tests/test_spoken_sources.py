@@ -1,0 +1,369 @@
+"""Group chats and lifelog dialogue (synth chats, synth lifelog): groups and styles, the model-free rule level,
+scripted group days with a judge verdict and a repair, scripted dialogues, the repetition check, their traces,
+and what `synth validate` and `synth stats` make of them."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from synth import stats
+from synth.conf import preset_config
+from synth.jsonl import read_records, write_atomic
+from synth.models import (
+    FILES,
+    STYLE_DIMENSIONS,
+    BigFive,
+    ChatDay,
+    Event,
+    Evidence,
+    LifelogDialogue,
+    Persona,
+    Relation,
+    SpokenCheck,
+    Utterance,
+    mint_id,
+)
+from synth.pipeline import open_session, run_stages
+from synth.settings import parse
+from synth.spoken import format_lines, line_problems, most_similar_earlier, spoken_traces
+from synth.stages.chats import active_days, build_groups, persona_style, rolling_state
+from synth.stages.lifelog import repetitions
+from synth.validate import validate_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+PERSONAS = ROOT / "personas"
+PID = "p01_maya"
+ALL = 'sources = ["written", "group_chat", "lifelog"]\n'
+SHORT = ALL + "[chats]\nmin_utterances = 1\n[lifelog]\nmin_lines = 1\n"  # scripted answers are short
+DAY = dt.date(2022, 1, 5)
+LINE = re.compile(r"^\[\d{4}-\d\d-\d\d, \d\d:\d\d:\d\d\] [^:]+: ")
+
+
+def persona(relations=(("r1", "Sam", "partner"), ("r2", "Lee", "colleague"))) -> Persona:
+    return Persona(
+        id=PID, persona_id=PID, language="en",
+        big_five=BigFive(openness=.9, conscientiousness=.1, extraversion=.5, agreeableness=1.0, neuroticism=.5),
+        start=dt.date(2022, 1, 1), end=dt.date(2022, 2, 11), scale="100k", name="Maya", age=34, gender="f",
+        personality="p", family_history="f", education="e", occupation="o", concerns=["c"], interests=["i"],
+        backstory="b", relations=[Relation(id=i, name=n, relation=r, description="d") for i, n, r in relations],
+    )
+
+
+def event(k: int, when: dt.datetime, participants: list[str], title: str = "Plumber visit") -> Event:
+    return Event(id=f"e{k}", persona_id=PID, phase_id="ph", time=when, title=title,
+                 description=f"{title}: the sink is fixed", location="home", participant_ids=participants)
+
+
+def evidence(event_id: str, n: int = 2) -> list[Evidence]:
+    return [Evidence(id=f"{event_id}-v{j}", persona_id=PID, event_id=event_id, kind="fact",
+                     statement=f"statement {j} of {event_id}", arc_ids=["a1"]) for j in range(n)]
+
+
+def setup(out: Path, events: list[Event], config: str) -> Path:
+    directory = out / PID
+    directory.mkdir(parents=True)
+    write_atomic(directory / "persona.jsonl", [persona()])
+    write_atomic(directory / "events.jsonl", events)
+    write_atomic(directory / "evidence.jsonl", [v for e in events for v in evidence(e.id)])
+    (out / "config.toml").write_text(config)
+    return directory
+
+
+def run(out: Path, stage: str, script: list[dict]):
+    session = open_session(out, [PERSONAS], [PID], "tiny", "fake", None, None, None, None, None, out / "config.toml")
+    fake = session.llm.provider(session.options.route)
+    fake.script.extend(json.dumps(s) for s in script)
+    try:
+        asyncio.run(run_stages(session, [stage], show_progress=False))
+    finally:
+        session.close()
+    return fake
+
+
+def load(directory: Path, name: str) -> list:
+    return read_records(directory / name, FILES[name])
+
+
+def utter(speaker: str, minute: int, text: str, ev: list[int]) -> dict:
+    return {"speaker": speaker, "minute": minute, "text": text, "evidence": ev}
+
+
+# ------------------------------------------------------------------------------------------ groups and styles
+
+def test_groups_come_from_the_relations_with_roles_and_a_style_per_member():
+    section = parse(preset_config("tiny")).chats
+    p = persona((("r1", "Sam", "Partner"), ("r2", "Lee", "colleague at the lab"), ("r3", "Ana", "old friend"),
+                 ("r4", "Mum", "mother")))
+    groups = build_groups(p, section)
+    assert [g.kind for g in groups] == ["family", "work", "friends"]
+    assert [[m.name for m in g.members] for g in groups] == [["Maya", "Sam", "Mum"], ["Maya", "Lee"], ["Maya", "Ana"]]
+    assert [m.role for m in groups[0].members] == ["self", "Partner", "mother"]
+    for group in groups:
+        for member in group.members:
+            assert set(member.style) == set(STYLE_DIMENSIONS) and all(1 <= v <= 5 for v in member.style.values())
+    assert build_groups(p, section) == groups, "a re-run draws the same styles"
+    # the persona's own style follows her Big Five (agreeableness 1.0 → warmth 5; conscientiousness 0.1 → formal 1)
+    assert groups[0].members[0].style["warmth"] == 5 and groups[0].members[0].style["formality"] == 1
+    # and a work group is a notch more formal with fewer emoji
+    assert groups[1].members[0].style["formality"] == 2
+    assert groups[1].members[0].style["emoji"] == persona_style(p.big_five, "family")["emoji"] - 1
+    assert build_groups(persona(()), section) == []
+
+
+def test_active_days_are_days_a_member_takes_part_in_an_event_with_evidence():
+    p = persona()
+    group = build_groups(p, parse(preset_config("tiny")).chats)[0]  # family: Maya, Sam
+    events = [event(1, dt.datetime(2022, 1, 5, 10), ["r1"]), event(2, dt.datetime(2022, 1, 5, 18), ["r1", "r2"]),
+              event(3, dt.datetime(2022, 1, 6, 9), ["r2"]), event(4, dt.datetime(2022, 1, 7, 9), ["r1"])]
+    found = {e.id: evidence(e.id) for e in events if e.id != "e4"}
+    days = active_days(group, events, found, 0)
+    assert [(d, [e.id for e in es]) for d, es in days] == [(DAY, ["e1", "e2"])]
+    assert active_days(group, events, {**found, "e4": evidence("e4")}, 1) == days
+
+
+def test_rolling_state_shows_only_earlier_days_this_week_and_earlier_months():
+    section = parse(preset_config("tiny")).chats
+    days = [ChatDay(id=f"c{d}", persona_id=PID, group_id="g", date=d, event_ids=["e"], evidence_ids=[],
+                    utterances=[], summary=f"sum {d}", open_items=[f"open {d}"], check=SpokenCheck())
+            for d in (dt.date(2021, 12, 20), dt.date(2022, 1, 2), dt.date(2022, 1, 4))]
+    state = rolling_state(days, dt.date(2022, 1, 5), section)
+    assert [d["date"] for d in state["week"]] == ["2022-01-02", "2022-01-04"]
+    assert state["months"] == [{"month": "2021-12", "summary": "sum 2021-12-20"}]
+    assert state["open_items"] == ["open 2022-01-04"]
+
+
+# ------------------------------------------------------------------------------------------ the rule level
+
+def lines(*rows: tuple[str, str, str, list[str]]) -> list[Utterance]:
+    return [Utterance(speaker=s, time=dt.datetime.fromisoformat(f"2022-01-05T{t}"), text=x, evidence_ids=e)
+            for s, t, x, e in rows]
+
+
+def test_line_rules_pass_a_clean_day_and_name_each_broken_rule():
+    low, high = dt.datetime(2022, 1, 5), dt.datetime(2022, 1, 5, 23, 59, 59)
+    earliest = {"v1": dt.datetime(2022, 1, 5, 10)}
+    clean = lines(("Sam", "10:30:00", "Fixed?", ["v1"]), ("Maya", "10:31:00", "Yes!", ["v2"]))
+    assert line_problems(clean, ["v1", "v2"], "Maya", earliest, low, high) == []
+    broken = lines(("Sam", "11:00:00", "ok", []), ("Sam", "09:00:00", "see 6f1c2d1e-7a53-4c5e-9b1e-2f0d1c0a5e77", ["v1"]),
+                   ("Sam", "12:00:00", " ", []), ("Sam", "12:01:00", " ", []))
+    problems = line_problems(broken, ["v1", "v2"], "Maya", earliest, low, dt.datetime(2022, 1, 5, 12))
+    assert problems == [
+        "line 2: an id in the text", "line 2: time 09:00:00 before the line above",
+        "line 2: tells of an event before it happened (10:00)", "line 3: empty text", "line 4: empty text",
+        "line 4: time 12:01:00 outside 00:00:00–12:00:00", "line 4: repeats the line above", "Maya never speaks",
+        "1 bound evidence not carried by any line"]
+
+
+def test_lines_are_formatted_as_lifedialbench_does():
+    text = format_lines(lines(("Sam", "10:30:05", "Fixed,\n  finally?", [])))
+    assert text == "[2022-01-05, 10:30:05] Sam: Fixed, finally?"
+
+
+# ------------------------------------------------------------------------------------------ scripted chats
+
+def chat_script(draft: list[dict], repaired: list[dict], verdicts: list[dict]) -> list[dict]:
+    day = {"utterances": draft, "summary": "the plumber came", "open_items": ["pay the plumber"]}
+    fixed = {"utterances": repaired, "summary": " the plumber came and fixed it ", "open_items": []}
+    return [day, verdicts[0], fixed, verdicts[1]]
+
+
+OK = {"completion_ok": True, "logic_ok": True, "style_ok": True, "problems": ""}
+STYLE = {"completion_ok": True, "logic_ok": True, "style_ok": False, "problems": "Sam is too formal"}
+
+
+def test_chat_day_scripted_draft_verdict_repair_and_diff(tmp_path):
+    out = tmp_path / "c"
+    directory = setup(out, [event(1, dt.datetime(2022, 1, 5, 10), ["r1"])], SHORT)
+    draft = [utter("Sam", 660, "Did the plumber come?", [1]), utter("Maya", 540, "Yes, he fixed it", [2])]
+    repaired = [utter("Sam", 630, "plumber came?", [1]), utter("Maya", 640, "yep, sink works", [2, 2])]
+    fake = run(out, "chats", chat_script(draft, repaired, [STYLE, OK]))
+    assert not fake.script, "one answer each: day, verdict, repair, verdict"
+    assert [r.task for r in fake.seen] == ["chats", "chats_validate", "chats", "chats_validate"]
+    assert [r.sample for r in fake.seen] == [0, 0, 1, 0]
+    speakers = fake.seen[0].json_schema["$defs"]["ChatLine"]["properties"]["speaker"]["enum"]
+    assert speakers == ["Maya", "Sam"], "the family group only: Lee's work group has no active day"
+    repair_prompt = fake.seen[2].messages[-1]["content"]
+    assert "time 09:00:00 before the line above" in repair_prompt and "style: Sam is too formal" in repair_prompt
+    assert "[2022-01-05, 11:00:00] Sam: Did the plumber come?  [evidence 1]" in repair_prompt
+
+    groups = load(directory, "groups.jsonl")
+    assert [g.kind for g in groups] == ["family", "work"]
+    [day] = load(directory, "chats.jsonl")
+    assert day.id == mint_id(groups[0].id, "chat", "2022-01-05") and day.group_id == groups[0].id
+    assert day.event_ids == ["e1"] and day.evidence_ids == ["e1-v0", "e1-v1"]
+    assert [(u.speaker, u.speaker_id, u.time.strftime("%H:%M"), u.evidence_ids) for u in day.utterances] == [
+        ("Sam", "r1", "10:30", ["e1-v0"]), ("Maya", PID, "10:40", ["e1-v1"])]
+    assert day.summary == "the plumber came and fixed it" and day.open_items == []
+    check = day.check
+    assert check.rule_problems == ["line 2: time 09:00:00 before the line above",
+                                   "line 2: tells of an event before it happened (10:00)"]
+    assert check.judge_problems == ["style: Sam is too formal"]
+    assert not check.flagged and check.final_problems == []
+    [repair] = check.repairs
+    assert repair.round == 1 and repair.problems == check.rule_problems + check.judge_problems
+    assert "-[2022-01-05, 09:00:00] Maya: Yes, he fixed it" in repair.diff
+    assert "+[2022-01-05, 10:40:00] Maya: yep, sink works" in repair.diff
+
+
+def test_chat_day_stays_flagged_after_the_last_repair(tmp_path):
+    out = tmp_path / "f"
+    directory = setup(out, [event(1, dt.datetime(2022, 1, 5, 10), ["r1"])], SHORT.replace("[chats]\n", "[chats]\nmax_repairs = 1\n"))
+    bad = [utter("Sam", 660, "Did the plumber come?", [1, 2])]  # Maya never speaks
+    fake = run(out, "chats", chat_script(bad, bad, [OK, OK])[:3])
+    # the verdict on the unchanged lines is the first verdict's request again: answered from the cache
+    assert [r.task for r in fake.seen] == ["chats", "chats_validate", "chats"] and not fake.script
+    [day] = load(directory, "chats.jsonl")
+    assert day.check.flagged and day.check.final_problems == ["Maya never speaks"]
+    assert len(day.check.repairs) == 1 and day.check.repairs[0].diff == ""
+    data = stats.collect(out)["spoken_validation"]["group_chat"]
+    assert data == {"records": 1, "rule_fail_rate": 1.0, "judge_fail_rate": 0.0, "repaired_rate": 0.0,
+                    "flagged_rate": 1.0, "repeated_rate": 0.0, "repairs": 1}
+
+
+def test_chats_with_written_sources_only_write_empty_files_and_call_nothing(tmp_path):
+    out = tmp_path / "w"
+    directory = setup(out, [event(1, dt.datetime(2022, 1, 5, 10), ["r1"])], "")
+    fake = run(out, "chats", [])
+    assert fake.seen == []
+    assert load(directory, "groups.jsonl") == [] and load(directory, "chats.jsonl") == []
+    assert (directory / "chats.jsonl").is_file()
+
+
+# ------------------------------------------------------------------------------------------ scripted lifelog
+
+def test_lifelog_dialogue_scripted_with_a_repair(tmp_path):
+    out = tmp_path / "l"
+    directory = setup(out, [event(1, dt.datetime(2022, 1, 8, 10), ["r1"])], SHORT)
+    draft = {"lines": [{"speaker": "Sam", "second": 5, "text": "It drips again.", "evidence": [1, 2]}]}
+    fixed = {"lines": [{"speaker": "Stranger", "second": 3, "text": "Plumber here.", "evidence": []},
+                       {"speaker": "Sam", "second": 5, "text": "It drips again.", "evidence": [1]},
+                       {"speaker": "Maya", "second": 65, "text": "Then we call him back.", "evidence": [2]}]}
+    fake = run(out, "lifelog", [draft, fixed])
+    assert [r.task for r in fake.seen] == ["lifelog", "lifelog"] and not fake.script
+    schema = fake.seen[0].json_schema["$defs"]["DialogueLine"]["properties"]
+    assert schema["speaker"]["enum"] == ["Maya", "Sam", "Stranger"] and schema["second"]["maximum"] == 10 * 60
+    prompt = fake.seen[0].messages[-1]["content"]
+    assert "Saturday, weekend" in prompt, "the calendar drives the day"
+    assert "Maya never speaks" in fake.seen[1].messages[-1]["content"]
+    [dialogue] = load(directory, "lifelog.jsonl")
+    assert dialogue.id == mint_id("e1", "lifelog", 0) and dialogue.event_id == "e1" and dialogue.place == "home"
+    assert (dialogue.start, dialogue.end) == (dt.datetime(2022, 1, 8, 10), dt.datetime(2022, 1, 8, 10, 10))
+    assert format_lines(dialogue.lines).splitlines() == [
+        "[2022-01-08, 10:00:03] Stranger: Plumber here.", "[2022-01-08, 10:00:05] Sam: It drips again.",
+        "[2022-01-08, 10:01:05] Maya: Then we call him back."]
+    assert [u.speaker_id for u in dialogue.lines] == ["", "r1", PID]
+    assert dialogue.check.rule_problems == ["Maya never speaks"] and not dialogue.check.flagged
+
+
+def dialogue(event_id: str, text: str) -> LifelogDialogue:
+    start = dt.datetime(2022, 1, 5, 10)
+    return LifelogDialogue(id=f"d-{event_id}", persona_id=PID, event_id=event_id, evidence_ids=[], start=start,
+                           end=start, place="p", participants=[], calendar="", similar_event_ids=[],
+                           lines=[Utterance(speaker="Maya", time=start, text=text)], check=SpokenCheck())
+
+
+def test_repetition_compares_with_the_most_similar_earlier_events_only():
+    events = [event(1, dt.datetime(2022, 1, 1, 9), [], "Sink leak"), event(2, dt.datetime(2022, 1, 2, 9), [], "Choir"),
+              event(3, dt.datetime(2022, 1, 3, 9), [], "Sink leak")]
+    similar = most_similar_earlier(events, 1)
+    assert similar == {"e1": [], "e2": ["e1"], "e3": ["e1"]}
+    dialogues = [dialogue("e1", "the sink leaks again today"), dialogue("e2", "the sink leaks again today"),
+                 dialogue("e3", "the sink leaks again, today")]
+    assert repetitions(dialogues, similar, 0.6) == {"d-e2": ["repeats the dialogue of event e1"],
+                                                    "d-e3": ["repeats the dialogue of event e1"]}
+    assert repetitions(dialogues, {"e3": ["e2"]}, 1.01) == {}
+
+
+# ------------------------------------------------------------------------------------------ whole runs
+
+def fake_run(out: Path, preset: str, config: str | None) -> None:
+    path = None
+    if config is not None:
+        path = out.parent / f"{out.name}.toml"
+        path.write_text(config)
+    session = open_session(out, [PERSONAS], [PID], preset, "fake", None, None, None, None, None, path)
+    try:
+        from synth.stages import STAGES
+
+        asyncio.run(run_stages(session, STAGES.order(), show_progress=False))
+    finally:
+        session.close()
+
+
+def test_tiny_with_every_source_makes_valid_traces_of_the_spoken_media(tmp_path):
+    out = tmp_path / "t"
+    fake_run(out, "tiny", ALL)
+    directory = out / PID
+    assert validate_dataset(out) == []
+    chats, dialogues = load(directory, "chats.jsonl"), load(directory, "lifelog.jsonl")
+    traces = load(directory, "traces.jsonl")
+    assert chats and dialogues
+    by_id = {t.id: t for t in traces}
+    for record, medium, body in [*((c, "group_chat", c.utterances) for c in chats),
+                                 *((d, "lifelog_dialogue", d.lines) for d in dialogues)]:
+        trace = by_id[mint_id(record.id, "trace", 0)]
+        assert trace.medium == medium and trace.content == format_lines(body)
+        assert trace.evidence_ids == record.evidence_ids
+        assert all(LINE.match(line) for line in trace.content.splitlines())
+    assert {t.medium for t in traces} - {"group_chat", "lifelog_dialogue"}, "written traces are still there"
+    data = stats.collect(out)["spoken_validation"]
+    assert data["group_chat"]["records"] == len(chats) and data["lifelog"]["records"] == len(dialogues)
+    assert data["group_chat"]["rule_fail_rate"] > 0, "the fake's random minutes break the order rule"
+
+
+def test_spoken_sources_alone_give_only_spoken_traces(tmp_path):
+    out = tmp_path / "s"
+    fake_run(out, "tiny", 'sources = ["group_chat", "lifelog"]\n')
+    traces = load(out / PID, "traces.jsonl")
+    assert traces and {t.medium for t in traces} <= {"group_chat", "lifelog_dialogue"}
+    expected = spoken_traces(load(out / PID, "groups.jsonl"), load(out / PID, "chats.jsonl"),
+                             load(out / PID, "lifelog.jsonl"), load(out / PID, "events.jsonl"))
+    assert traces == expected
+
+
+def test_validate_catches_bad_bindings_of_chats_and_dialogues(tmp_path):
+    out = tmp_path / "v"
+    fake_run(out, "tiny", ALL)
+    directory = out / PID
+    chats = [json.loads(line) for line in (directory / "chats.jsonl").read_text().splitlines()]
+    other = next(e for e in load(directory, "evidence.jsonl") if e.event_id not in chats[0]["event_ids"])
+    chats[0]["evidence_ids"].append(other.id)
+    chats[0]["utterances"][0]["evidence_ids"] = ["nope"]
+    chats[0]["utterances"][1]["speaker_id"] = "stranger-id"
+    (directory / "chats.jsonl").write_text("\n".join(json.dumps(c) for c in chats) + "\n")
+    problems = validate_dataset(out)
+    assert any(f"evidence_ids: '{other.id}' belongs to an event it is not bound to" in p for p in problems)
+    assert any("line 1: carries evidence 'nope' the record is not bound to" in p for p in problems)
+    assert any("line 2: speaker" in p and "is not a member of the group" in p for p in problems)
+
+
+def test_sources_setting_is_checked():
+    config = {**preset_config("tiny"), "sources": ["written", "podcast"]}
+    with pytest.raises(Exception, match="sources"):
+        parse(config)
+    assert parse(preset_config("tiny")).sources == ["written"]
+    assert parse(preset_config("small")).sources == ["written", "group_chat", "lifelog"]
+
+
+def test_small_fake_run_with_every_source_passes_validate_and_the_outside_bias_check(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "small"
+    fake_run(out, "small", None)  # small's sources are all three
+    assert validate_dataset(out) == []
+    media = {t.medium for t in load(out / PID, "traces.jsonl")}
+    assert {"group_chat", "lifelog_dialogue"} < media and len(media) > 2
+    tool = ROOT.parent / "shared" / "tools" / "mcq_bias.py"
+    if not tool.is_file():
+        pytest.skip("../shared/tools/mcq_bias.py is not beside this checkout")
+    last = subprocess.run([sys.executable, str(tool), str(out)], capture_output=True, text=True,
+                          check=True).stdout.strip().splitlines()[-1]
+    report = json.loads(last)
+    assert report["n"] > 0 and report["key_longest_rate"] <= 0.25 and report["key_central_rate"] <= 0.30
