@@ -68,6 +68,10 @@ def signature_parts(stage: Stage, seed: PersonaSeed, directory: Path, config: di
         if not path.is_file():
             return None
         inputs[name] = file_hash(path)
+    for name in stage.optional_reads:
+        path = directory / name
+        if path.is_file():
+            inputs[name] = file_hash(path)
     templates = {name: template_source_hash(name) for name in stage.templates}
     floors = config.get("task_max_tokens", {})
     settings = {
@@ -124,7 +128,7 @@ def persona_statuses(registry: StageRegistry, seed: PersonaSeed, directory: Path
     out: dict[str, str] = {}
     for stage in registry.values():
         status = stage_status(stage, seed, directory, config, default)
-        upstream = {out.get(registry.producer_of(name)) for name in stage.reads}
+        upstream = {out.get(registry.producer_of(name)) for name in stage.reads + stage.optional_reads}
         if status == "fresh" and upstream - {"fresh", None}:
             status = "stale"
         out[stage.name] = status
@@ -174,7 +178,8 @@ async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: L
                     progress: Any = None, warn=print) -> StageManifest:
     directory = persona_dir(options.out, seed)
     check_inputs(stage, directory, options.registry)
-    inputs = validate_inputs(stage, directory)
+    inputs = validate_inputs(stage, directory, stage.reads + tuple(
+        name for name in stage.optional_reads if (directory / name).is_file()))
     routes = routes_for(stage, config, options.route)
     parts = signature_parts(stage, seed, directory, config, routes)
     assert parts is not None

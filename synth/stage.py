@@ -45,6 +45,8 @@ class Stage:
     token_file: str | None = None  # an output whose records' `tokens` add up to the manifest's trace_tokens
     judges: tuple[str, ...] = ()  # tasks that judge rather than write: they run at judge_temperature
     config_keys: tuple[str, ...] = ()  # top-level config keys its output depends on (hashed into its signature)
+    # files it reads when they exist (hashed into its signature when present; a missing one is not an error)
+    optional_reads: tuple[str, ...] = ()
 
 
 

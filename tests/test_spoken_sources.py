@@ -367,3 +367,17 @@ def test_small_fake_run_with_every_source_passes_validate_and_the_outside_bias_c
                           check=True).stdout.strip().splitlines()[-1]
     report = json.loads(last)
     assert report["n"] > 0 and report["key_longest_rate"] <= 0.25 and report["key_central_rate"] <= 0.30
+
+
+def test_traces_refuse_to_run_without_the_chats_the_sources_name(tmp_path):
+    from synth.llm.base import InputError
+
+    out = tmp_path / "m"
+    fake_run(out, "tiny", ALL)
+    (out / PID / "chats.jsonl").unlink()
+    session = open_session(out, [PERSONAS], [PID], "tiny", "fake", None, None, None, None, None, tmp_path / "m.toml")
+    try:
+        with pytest.raises(InputError, match="chats.jsonl: missing — run `synth chats` first"):
+            asyncio.run(run_stages(session, ["traces"], force=True, show_progress=False))
+    finally:
+        session.close()

@@ -13,10 +13,11 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.calendar import holidays_between
+from synth.llm.base import InputError
 from synth.llm.fake import estimate_tokens
 from synth.models import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
 from synth.settings import TracesSettings
-from synth.spoken import spoken_traces
+from synth.spoken import SPOKEN_FILES, spoken_traces
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import answer_tokens, arc_views
 
@@ -254,7 +255,13 @@ def voice_reference(written: list[Trace], medium: str, before: dt.datetime, coun
 async def run(ctx: StageContext) -> None:
     if "written" in ctx.settings.sources:
         await write_traces(ctx)
-    spoken = spoken_traces(ctx.read("groups.jsonl"), ctx.read("chats.jsonl"), ctx.read("lifelog.jsonl"), ctx.events)
+    needed = {name: stage for source, (stage, names) in SPOKEN_FILES.items() if source in ctx.settings.sources
+              for name in names}
+    for name, stage in needed.items():
+        if not (ctx.dir / name).is_file():
+            raise InputError(f"{ctx.dir / name}: missing — run `synth {stage}` first (the sources include it)")
+    read = {name: ctx.read(name) if name in needed else [] for name in ("groups.jsonl", "chats.jsonl", "lifelog.jsonl")}
+    spoken = spoken_traces(read["groups.jsonl"], read["chats.jsonl"], read["lifelog.jsonl"], ctx.events)
     if spoken:  # chat days and dialogues join as traces of their own media (no model call)
         await ctx.units([("spoken", partial(_spoken, spoken))])
 
@@ -278,7 +285,8 @@ async def _spoken(traces: list[Trace]) -> Records:
 STAGE = Stage(
     name="traces",
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "people.jsonl", "events.jsonl",
-           "evidence.jsonl", "groups.jsonl", "chats.jsonl", "lifelog.jsonl"),
+           "evidence.jsonl"),
+    optional_reads=("groups.jsonl", "chats.jsonl", "lifelog.jsonl"),  # needed only when the sources name them
     writes=("traces.jsonl",),
     templates=("traces_plan.j2", "traces_write.j2"),
     tasks=("traces",),
