@@ -277,7 +277,8 @@ def validate_command(out: Out = None, preset: Preset = None) -> None:
 @guarded
 def export_command(out: Out = None, preset: Preset = None, format: Annotated[str, typer.Option("--format")] = "clonemem") -> None:
     """Write export/clonemem/<size>/<persona_id>_benchmark_<lang>.json from final.jsonl and the traces; --format hf
-    writes export/hf/ (Parquet configs and a dataset card, loadable with datasets.load_dataset)."""
+    writes export/hf/ (Parquet configs and a dataset card, loadable with datasets.load_dataset); --format lifedial
+    and --format evermem write the spoken sources in LifeDialBench's and EverMemBench's layouts."""
     from synth.export import export_dataset
 
     if format == "hf":
@@ -285,10 +286,16 @@ def export_command(out: Out = None, preset: Preset = None, format: Annotated[str
 
         out_console.print(str(export_hf(_out(out, preset))))
         return
+    if format in ("lifedial", "evermem"):
+        from synth.export_spoken import export_spoken
+
+        for path in export_spoken(_out(out, preset), format):
+            out_console.print(str(path))
+        return
     if format != "clonemem":
         from synth.llm.base import InputError
 
-        raise InputError(f"--format: unknown format '{format}' (choose clonemem or hf)")
+        raise InputError(f"--format: unknown format '{format}' (choose clonemem, hf, lifedial or evermem)")
     paths = export_dataset(_out(out, preset))
     for path in paths:
         out_console.print(str(path))

@@ -381,3 +381,54 @@ def test_traces_refuse_to_run_without_the_chats_the_sources_name(tmp_path):
             asyncio.run(run_stages(session, ["traces"], force=True, show_progress=False))
     finally:
         session.close()
+
+
+# ------------------------------------------------------------------------------------------ the seeds' layouts
+
+def test_lifedial_and_evermem_exports_load_back_into_synth_eval(tmp_path):
+    from synth.eval.data import load_eval_set
+    from synth.export_spoken import export_spoken
+    from synth.models import FinalItem
+
+    out = tmp_path / "x"
+    fake_run(out, "tiny", ALL)
+    directory = out / PID
+    traces = load(directory, "traces.jsonl")
+    spoken = {m: [t for t in traces if t.medium == m] for m in ("group_chat", "lifelog_dialogue")}
+    template = FinalItem.model_validate(load(directory, "mcq.jsonl")[0].model_dump())
+    items = []
+    for k, (medium, found) in enumerate(spoken.items()):  # one item answerable from each layout alone
+        ids = [t.id for t in found[:2]]
+        item = template.model_copy(deep=True)
+        item.id, item.digital_trace_ids = f"q-{medium}", ids
+        for e in item.evidence:
+            e.digital_trace_ids = ids[k % len(ids):][:1] or ids[:1]
+        items.append(item)
+    mixed = template.model_copy(update={"id": "q-mixed", "digital_trace_ids": [spoken["group_chat"][0].id,
+                                                                              spoken["lifelog_dialogue"][0].id]})
+    write_atomic(directory / "final.jsonl", [*items, mixed])
+    synth_questions = {q.id: q for q in load_eval_set(out).questions}
+    synth_traces = {t.id: t for t in load_eval_set(out).personas[0].traces}
+
+    for layout, medium in (("lifedial", "lifelog_dialogue"), ("evermem", "group_chat")):
+        [path] = export_spoken(out, layout)
+        assert path == out / "export" / layout / f"{PID}_{layout}_en.json"
+        text = path.read_text()
+        for hidden in ('"summary"', '"open_items"', '"check"', '"rule_problems"'):
+            assert hidden not in text, f"generator-only state {hidden} leaked into the {layout} export"
+        loaded = load_eval_set(path)
+        assert loaded.source == layout and load_eval_set(out / "export" / layout).source == layout
+        [persona_view] = loaded.personas
+        assert {t.id for t in persona_view.traces} == {t.id for t in spoken[medium]}
+        for trace in persona_view.traces:
+            assert trace.content == synth_traces[trace.id].content and trace.medium == medium
+            if layout == "lifedial":
+                assert trace.time == synth_traces[trace.id].time
+        [question] = persona_view.questions  # neither the other layout's item nor the mixed one
+        original = synth_questions[f"q-{medium}"]
+        assert question.id == original.id and question.question == original.question
+        assert question.question_time == original.question_time and question.choices == original.choices
+        assert question.correct_choice_id == original.correct_choice_id
+        assert set(question.gold_ids) == set(original.gold_ids)
+        if layout == "evermem":
+            assert question.statements == original.statements and question.answer == original.answer

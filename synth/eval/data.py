@@ -224,10 +224,71 @@ def load_clonemem_file(path: Path, root: Path | None = None) -> EvalPersona:
                        traces=_by_time(traces), questions=questions)
 
 
+def _spoken_layout(path: Path) -> str | None:
+    match = re.search(r"_(lifedial|evermem)_[a-z]{2}$", path.stem)
+    return match.group(1) if match else None
+
+
+def load_spoken_file(path: Path, layout: str) -> EvalPersona:
+    """A `synth export --format lifedial|evermem` file: its dialogues or group-day chats become the traces (the
+    ids are synth's trace ids, so gold ids carry over), its questions map onto the CloneMem fields."""
+    from synth.spoken import GROUP_CHAT, LIFELOG
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: cannot read a {layout} file ({exc})") from None
+    parts = ("dialogues", "questions") if layout == "lifedial" else ("chats", "qa")
+    if not isinstance(data, dict) or any(not isinstance(data.get(p), list) for p in parts):
+        raise InputError(f"{path}: not a {layout} file (needs lists '{parts[0]}' and '{parts[1]}')")
+    key = str(data.get("person_id") or path.stem)
+    traces, questions = [], []
+    if layout == "lifedial":
+        for row in _unique_records(path, [(f"dialogues[{i}]", r) for i, r in enumerate(data["dialogues"])], "dialogue"):
+            lines = [str(x) for x in row.get("lines") or []]
+            stamps = [parse_time(f"{x[1:11]}T{x[13:21]}") for x in lines if x.startswith("[")]
+            when = max([t for t in stamps if t is not None], default=parse_time(f"{row.get('date')}T{row.get('start')}"))
+            traces.append(EvalTrace(id=str(row["id"]), medium=LIFELOG, time=when, content="\n".join(lines),
+                                    event_date=when.isoformat() if when else ""))
+        for raw in _unique_records(path, [(f"questions[{i}]", r) for i, r in enumerate(data["questions"])], "question"):
+            options = raw.get("options") if isinstance(raw.get("options"), dict) else {}
+            questions.append(_question({
+                "id": raw["id"], "question": raw.get("question"), "question_type": raw.get("question_type"),
+                "question_time": raw.get("query_timestamp"), "answer": raw.get("answer_text", ""),
+                "digital_trace_ids": raw.get("evidence_dialogue_ids") or [],
+                "choices": [{"id": k, "text": v} for k, v in options.items()], "correct_choice_id": raw.get("answer"),
+            }, key))
+    else:
+        for row in _unique_records(path, [(f"chats[{i}]", r) for i, r in enumerate(data["chats"])], "chat"):
+            messages = [m for m in row.get("messages") or [] if isinstance(m, dict)]
+            day = str(row.get("date", ""))
+            content = "\n".join(f"[{day}, {m.get('time')}] {m.get('speaker')}: {' '.join(str(m.get('text', '')).split())}"
+                                for m in messages)
+            when = max((t for m in messages if (t := parse_time(f"{day}T{m.get('time')}")) is not None), default=None)
+            traces.append(EvalTrace(id=str(row["id"]), medium=GROUP_CHAT, time=when, content=content,
+                                    event_date=when.isoformat() if when else day))
+        for raw in _unique_records(path, [(f"qa[{i}]", r) for i, r in enumerate(data["qa"])], "question"):
+            evidence = [{"statement": e.get("statement", ""), "digital_trace_ids": e.get("chat_ids") or []}
+                        for e in raw.get("evidence") or [] if isinstance(e, dict)]
+            questions.append(_question({
+                "id": raw["id"], "question": raw.get("question"), "question_type": raw.get("question_type"),
+                "question_time": raw.get("query_time"), "answer": raw.get("answer", ""), "evidence": evidence,
+                "digital_trace_ids": raw.get("chat_ids") or [], "choices": raw.get("options") or [],
+                "correct_choice_id": raw.get("correct"),
+            }, key))
+    language = str(data.get("language") or _guess_language([t.content for t in traces]))
+    return EvalPersona(key=key, name=str(data.get("person_name", "")), language=language, traces=_by_time(traces),
+                       questions=questions)
+
+
 def load_eval_set(path: Path) -> EvalSet:
-    """Read whichever layout `path` holds: a synth dataset or persona dir, or CloneMem release file(s)."""
+    """Read whichever layout `path` holds: a synth dataset or persona dir, CloneMem release file(s), or the
+    lifedial / evermem files `synth export` writes."""
     path = Path(path)
     if path.is_file():
+        layout = _spoken_layout(path)
+        if layout:
+            return EvalSet(layout, path, [load_spoken_file(path, layout)])
         return EvalSet("clonemem", path, [load_clonemem_file(path)])
     if not path.is_dir():
         raise InputError(f"--data: {path}: no such file or directory")
@@ -246,5 +307,9 @@ def load_eval_set(path: Path) -> EvalSet:
     files = sorted(path.rglob("*_benchmark_*.json"))
     if files:
         return EvalSet("clonemem", path, [load_clonemem_file(f, path) for f in files])
+    for layout in ("lifedial", "evermem"):
+        files = sorted(path.rglob(f"*_{layout}_*.json"))
+        if files:
+            return EvalSet(layout, path, [load_spoken_file(f, layout) for f in files])
     raise InputError(f"--data: {path}: neither a synth dataset (persona dirs with traces.jsonl and final.jsonl) "
                      "nor CloneMem files (<size>/<persona>_benchmark_<lang>.json)")
