@@ -31,6 +31,8 @@ FIELD_NAMES = {
     "new_people", "new_places", "relation", "reasons",
     # the memory systems of synth eval (issue 16)
     "memories", "summary", "scene_tags", "emotion", "pattern_type", "trait_type", "claim", "level",
+    # group chats and lifelog dialogue (issue 17)
+    "speaker", "text", "summary", "open_items", "second", "completion_ok", "logic_ok", "style_ok", "problems",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
@@ -80,6 +82,18 @@ CHOICES = [{"id": c, "text": "我先让大家说困难。"} for c in "ABCDE"]
 TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE,
                  "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False}
 QUESTION = {"question": "周会后你对带团队的看法有什么变化？", "question_time": "2023-02-08T20:00"}
+STYLE = {"formality": 3, "verbosity": 4, "humour": 2, "jargon": 1, "emoji": 3, "directness": 5, "warmth": 4,
+         "questioning": 2}
+GROUP = {"id": "g", "persona_id": "p-zh", "kind": "family",
+         "members": [{"person_id": "p-zh", "name": "林晓梅", "role": "self", "style": STYLE},
+                     {"person_id": "r1", "name": "周建国", "role": "丈夫", "style": STYLE}]}
+CHAT_DAY = {"group": GROUP, "date": "2023-02-06", "weekday": 0,
+            "events": [{"time": "09:00", "title": "第一次周会", "description": "她主持了第一次周会。",
+                        "location": "公司会议室", "participants": ["周建国"]}],
+            "evidence": ["周会上她让每个人先说自己的困难。"],
+            "state": {"week": [{"date": "2023-02-05", "summary": "聊了周末去哪儿。"}],
+                      "months": [{"month": "2023-01", "summary": "春节回绍兴。"}], "open_items": ["订火车票"]},
+            "min_utterances": 6, "max_utterances": 16}
 
 
 def _generation(name: str) -> dict:
@@ -97,6 +111,17 @@ def _generation(name: str) -> dict:
         "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "days": 7, "count": 6,
                                "min_evidence": 2, "max_evidence": 4, "people": ["周建国", "陈露"], "moves": MOVES,
                                "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS},
+        "chats_day.j2": CHAT_DAY,
+        "chats_validate.j2": {**CHAT_DAY, "lines": "[2023-02-06, 10:00:00] 周建国：周会怎么样？"},
+        "chats_repair.j2": {**CHAT_DAY, "lines": [{"line": "[2023-02-06, 08:00:00] 林晓梅：还行。", "evidence": [1]}],
+                            "problems": ["第 1 行：讲述的事还没有发生"]},
+        "lifelog_dialogue.j2": {"event": {**DETAILED, "participants": ["陈露"]}, "start": "2023-02-06T09:00:00",
+                                "end": "2023-02-06T09:20:00",
+                                "calendar": {"date": "2023-02-06", "weekday": 0, "weekend": False,
+                                             "holidays": HOLIDAYS},
+                                "speakers": ["林晓梅", "陈露", "路人"], "evidence": ["周会上她让每个人先说自己的困难。"],
+                                "similar": ["上周的例会"], "min_lines": 6, "max_lines": 18,
+                                "problems": ["林晓梅一句话也没说"], "previous": "[2023-02-06, 09:00:03] 陈露：开始吧。"},
         "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": MEDIA, "max_delay": 48,
                            "targets": {m: 5 for m in MEDIA}, "suggested": MEDIA[:2]},
         "traces_write.j2": {**TRACE_CONTEXT, "medium": "search_history", "intent": "查资料", "audience": "自己",
