@@ -12,10 +12,13 @@ from synth.personas import BigFive  # one definition: the seed's, re-exported fo
 
 Dimension = Literal["experience", "emotion", "opinion"]
 EvidenceKind = Literal["fact", "emotion", "opinion"]
+# CloneMem's eight types, plus EverMemBench's temporal duration (made only when `[qa] types` lists it)
 QuestionType = Literal[
-    "factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "unanswerable"
+    "factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "unanswerable",
+    "temporal_duration",
 ]
-QUESTION_TYPES: tuple[str, ...] = QuestionType.__args__  # type: ignore[attr-defined]
+QUESTION_TYPES: tuple[str, ...] = QuestionType.__args__[:8]  # type: ignore[attr-defined]  # CloneMem's eight
+EXTRA_TYPES: tuple[str, ...] = QuestionType.__args__[8:]  # type: ignore[attr-defined]
 DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]
 CHOICE_IDS = ("A", "B", "C", "D", "E")
 CANNOT_DETERMINE = {
@@ -267,6 +270,8 @@ class QA(Record):
     window_end: dt.date
     temporal_scope: str = ""
     outline: str = ""
+    counting_convention: str = ""  # temporal_duration: how the days are counted (synth.stages.qa_duration)
+    timestamps_stripped: int = 0  # explicit timestamps the model-free rewrite took out of the question
 
 
 class Choice(BaseModel):

@@ -206,3 +206,19 @@ def giveaways(options: dict[str, str], key: str, question_type: str, cannot_dete
     if lead > 0 and lead >= centrality_margin_min:
         found.append(("key_central", f"the correct option is the most central (overlap {lead:+.2f} above the next)"))
     return found
+
+
+# LifeDialBench's rewrite: explicit timestamps out of questions. The spoken traces print `[yyyy-mm-dd, HH:MM:SS]`
+# on every line, which a question writer may copy; a clock time or an ISO date-time tells the reader where to look.
+_STAMP = r"(?:\[\d{4}-\d{2}-\d{2},\s*\d{1,2}:\d{2}(?::\d{2})?\]|\b\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?\b" \
+         r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?(?![\d:]))"
+_TIMESTAMP = re.compile(rf"(?:\s*\b(?:on|at|around|by|since|from)\s+)?{_STAMP}|[在于]?{_STAMP}", re.I)
+
+
+def strip_timestamps(question: str) -> tuple[str, int]:
+    """The question without its explicit timestamps (and the preposition leading into one), and how many went."""
+    text, count = _TIMESTAMP.subn("", question)
+    if not count:
+        return question, 0
+    text = re.sub(r"\s+([,.;:?!，。？！])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
+    return text, count

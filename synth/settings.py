@@ -126,6 +126,8 @@ class QASettings(Section):
     trace_chars: int = Field(ge=1)
     max_prompt_traces: int = Field(ge=0)
     max_answer_chars: dict[Literal["en", "zh"], int]
+    duration_min_days: int = Field(ge=1)  # temporal_duration: the two moments are at least this many days apart
+    duration_unit: dict[Literal["en", "zh"], str]  # its answer: "<days> <unit>"
 
 
 class DistractorsSettings(Section):

@@ -156,6 +156,9 @@ def collect(out: Path) -> dict:
         "life": life,
         "rejected_by_filter": dict(Counter(r.filter for r in rejected).most_common()),
         "spoken_validation": {"group_chat": validation_rates(chats), "lifelog": validation_rates(dialogues)},
+        # LifeDialBench's rewrite: the share of generated items whose question had explicit timestamps taken out
+        "timestamp_rewrite_rate": round(sum(i.timestamps_stripped > 0 for i in [*final, *rejected])
+                                        / max(1, len(final) + len(rejected)), 4),
         "final_by_type_and_filter": _type_table(final, rejected),
         **blind_accuracy(final),
         "blind_before_filtering": blind_accuracy([*final, *rejected]),
@@ -262,6 +265,8 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
                          {p: f"{s:.1%}" for p, s in data["positions"].items()}))
     console.print(_checks_table(data))
     console.print(_blind_table(data))
+    console.print(f"questions with explicit timestamps rewritten out (model-free): {data['timestamp_rewrite_rate']:.1%}",
+                  highlight=False)
     for source, rates in data["spoken_validation"].items():
         if rates["records"]:
             console.print(

@@ -432,3 +432,105 @@ def test_lifedial_and_evermem_exports_load_back_into_synth_eval(tmp_path):
         assert set(question.gold_ids) == set(original.gold_ids)
         if layout == "evermem":
             assert question.statements == original.statements and question.answer == original.answer
+
+
+# ------------------------------------------------------------------------------------------ QA additions
+
+def test_timestamps_are_rewritten_out_of_questions():
+    from synth.rules import strip_timestamps
+
+    assert strip_timestamps("What did Sam say at [2022-01-05, 10:00:03] about the sink?") == (
+        "What did Sam say about the sink?", 1)
+    assert strip_timestamps("What happened on 2022-01-05T10:30 in the kitchen?") == ("What happened in the kitchen?", 1)
+    assert strip_timestamps("When you met at 10:30 pm and 11:05, what did he say?") == (
+        "When you met and, what did he say?", 2)
+    assert strip_timestamps("你在[2022-01-05, 10:00:03]说了什么？") == ("你说了什么？", 1)
+    assert strip_timestamps("Why 3:1 odds after the 5th?") == ("Why 3:1 odds after the 5th?", 0)
+
+
+def test_qa_stage_applies_the_rewrite_and_counts_it(tmp_path):
+    from synth.models import QA
+    from synth.stages.qa import without_timestamps
+
+    item = QA(id="q", persona_id=PID, question_type="factual", dimension="emotion", arc_id="a",
+              question_time=dt.datetime(2022, 1, 9, 9), question="What did Sam say at 10:30?", answer="a",
+              evidence=[], digital_trace_ids=[], window_end=dt.date(2022, 1, 9))
+    assert without_timestamps(item).question == "What did Sam say?"
+    assert without_timestamps(item).timestamps_stripped == 1
+    clean = item.model_copy(update={"question": "What did Sam say?"})
+    assert without_timestamps(clean) is clean
+
+
+def test_duration_pairs_are_same_day_moments_of_one_arc_with_the_counted_days():
+    from synth.stages.qa_duration import CONVENTION, asked_at, build_item, dated_on_the_day, duration_pairs
+    from synth.windows import SegmentEvidence
+
+    def item(k: int, day: int, hour: int = 10) -> SegmentEvidence:
+        when = dt.datetime(2022, 1, day, hour)
+        return SegmentEvidence(evidence_id=f"v{k}", arc_ids=("a1",), kind="fact", statement=f"s{k}", time=when,
+                               trace_ids=(f"t{k}",), trace_times=(when,))
+
+    items = [item(1, 5), item(2, 6), item(3, 8), item(4, 20, 23)]
+    events = [event(k, dt.datetime(2022, 1, d, 9), []) for k, d in ((1, 5), (2, 6), (3, 8), (4, 19))]
+    evid = [Evidence(id=f"v{k}", persona_id=PID, event_id=f"e{k}", kind="fact", statement="s", arc_ids=["a1"])
+            for k in range(1, 5)]
+    dated = dated_on_the_day(items, evid, events)
+    assert [i.evidence_id for i in dated] == ["v1", "v2", "v3"], "v4's first trace is a day after its event"
+    pairs = duration_pairs({"a1": dated}, 5, 2)
+    assert len(pairs) == 1, "each evidence once: after one pair of the three, no other pair is 2+ days apart"
+    pair = pairs[0]
+    assert (pair.first.evidence_id, pair.second.evidence_id) in {("v1", "v3"), ("v2", "v3")}
+    assert pair.days == (pair.second.time.date() - pair.first.time.date()).days >= 2
+    asked = asked_at(pair, 10, (7, 22), dt.date(2022, 1, 31))
+    assert pair.second.time < asked and asked.date() <= dt.date(2022, 1, 31) and 7 <= asked.hour <= 22
+    qa = build_item(pair, LifeArcStub, "How many days after …?", asked, "days", PID)
+    assert qa.answer == f"{pair.days} days" and qa.counting_convention == CONVENTION
+    assert qa.question_type == "temporal_duration" and qa.digital_trace_ids == [pair.first.trace_ids[0], "t3"]
+
+
+class LifeArcStub:
+    id = "a1"
+    dimension = "experience"
+
+
+def test_small_run_asks_temporal_duration_questions_with_the_convention(tmp_path):
+    from synth.models import QA
+
+    out = tmp_path / "d"
+    fake_run(out, "small", None)
+    items = [q for q in load(out / PID, "qa.jsonl") if q.question_type == "temporal_duration"]
+    assert items and all(q.counting_convention == "calendar_days_between" for q in items)
+    traces = {t.id: t for t in load(out / PID, "traces.jsonl")}
+    for q in items:
+        first, second = (traces[t].time.date() for t in q.digital_trace_ids)
+        assert q.answer == f"{(second - first).days} days" and q.question_time >= traces[q.digital_trace_ids[1]].time
+    assert validate_dataset(out) == []
+    assert isinstance(items[0], QA)
+
+
+def test_distractor_prompts_show_nothing_dated_after_the_question_time(tmp_path):
+    """LifeDialBench's causality rule for distractors: their writer and judges see only what exists by the
+    question time (the item's traces, and for unanswerable items the related traces before it) — chats and
+    dialogues included, whose every line carries its timestamp."""
+    out = tmp_path / "c"
+    (tmp_path / "c.toml").write_text(ALL)
+    session = open_session(out, [PERSONAS], [PID], "small", "fake", None, None, None, None, None, tmp_path / "c.toml")
+    fake = session.llm.provider(session.options.route)
+    try:
+        from synth.stages import STAGES
+
+        asyncio.run(run_stages(session, STAGES.order(), show_progress=False))
+    finally:
+        session.close()
+    stamp = re.compile(r"(\d{4}-\d{2}-\d{2})(?:T|, )(\d{2}:\d{2})")
+    checked = 0
+    for request in fake.seen:
+        if not request.task.startswith("distractors"):
+            continue
+        task = request.messages[-1]["content"]
+        asked = re.search(r"(?:Asked at:|asked) (\d{4}-\d{2}-\d{2}T\d{2}:\d{2})", task)
+        assert asked, task[:300]
+        shown = [f"{d}T{t}" for d, t in stamp.findall(task)]
+        assert max(shown) <= asked.group(1), f"{request.task}: shows {max(shown)} after the question time {asked.group(1)}"
+        checked += any(line.startswith("[") for line in task.splitlines())
+    assert checked, "some distractor prompt quoted a chat or dialogue line"

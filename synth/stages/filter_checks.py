@@ -12,7 +12,7 @@ from synth import rules
 from synth.models import MCQ, Trace
 from synth.stats import answerable, distractor_texts, option_text
 
-MULTI_POINT = ("comparison", "trajectory", "pattern", "causal", "counterfactual", "inference")
+MULTI_POINT = ("comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "temporal_duration")
 SPANNING = ("comparison", "trajectory")  # their evidence must also span min_span_days over two or more traces
 
 

@@ -10,9 +10,11 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.models import QA, EvidenceRef, LifeArc, Trace, mint_id
+from synth.rules import strip_timestamps
 from synth.settings import QASettings
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import trace_excerpts
+from synth.stages.qa_duration import duration_items
 from synth.windows import (
     MIN_DAYS,
     MIN_EVIDENCE,
@@ -325,7 +327,16 @@ async def run(ctx: StageContext) -> dict[str, list]:
                     planned.setdefault(s.arc_id, []).append(planned_outline(found[0], s))
     chosen = choose_plans(picks, plans, ctx.section.target_per_type)
     await ctx.units([(write_key(p, s), partial(planner.write, p, s)) for p, s in chosen])
-    return {"qa.jsonl": [qa for p, s in chosen for qa in ctx.done_records(write_key(p, s), "qa.jsonl", QA) or []]}
+    durations = await duration_items(ctx, planner.arc_items, planner.arc_by_id, planner.common, planner.traces,
+                                     planner.last_day, HOURS)
+    items = [qa for p, s in chosen for qa in ctx.done_records(write_key(p, s), "qa.jsonl", QA) or []] + durations
+    return {"qa.jsonl": [without_timestamps(qa) for qa in items]}
+
+
+def without_timestamps(qa: QA) -> QA:
+    """LifeDialBench's rewrite, model-free: explicit timestamps out of the question (counted on the item)."""
+    question, count = strip_timestamps(qa.question)
+    return qa.model_copy(update={"question": question, "timestamps_stripped": count}) if count else qa
 
 
 STAGE = Stage(
@@ -334,7 +345,7 @@ STAGE = Stage(
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "events.jsonl", "evidence.jsonl",
            "traces.jsonl"),
     writes=("qa.jsonl",),
-    templates=("qa_plan.j2", "qa_write.j2"),
+    templates=("qa_plan.j2", "qa_write.j2", "qa_duration.j2"),
     tasks=("qa_plan", "qa_write"),
     body=run,
     help="Sliding-window trajectory segments per life arc → plan → question and first-person answer.",
