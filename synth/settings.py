@@ -154,6 +154,7 @@ class FilterSettings(Section):
     single_trace_confidence: float = Field(ge=0, le=1)
     min_option_chars: dict[Literal["en", "zh"], int]
     sufficiency_max_evidence: int = Field(ge=1)
+    unique_traces: int = Field(ge=0)  # the uniqueness judge reads this many other related traces (0: no check)
     trace_chars: int = Field(ge=1)
     max_prompt_traces: int = Field(ge=0)
 

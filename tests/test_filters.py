@@ -229,6 +229,8 @@ class Judges:
         question = next(q for q in self.correct if q in prompt)
         if request.task == "filter_sufficiency":
             reply = {"supported": "UNSUPPORTED" not in question, "reason": "checked"}
+        elif request.task == "filter_unique":  # ANOTHER: another record answers it differently
+            reply = {"only_answer": "ANOTHER" not in question, "reason": "the other dinner in the notes"}
         elif request.task == "filter_inference":  # LOOKUP: the second statement states the answer outright
             reply = {"states_answer": [2] if "LOOKUP" in question else [], "reason": "statement 2 says it"}
         elif request.task == "filter_single_trace":  # ONE-TRACE: any one of its traces gives the key away
@@ -271,6 +273,7 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
         make_item(traces, ev[9], number=11, question="ONE-TRACE: what did you decide after that long week, Lin?"),
         make_item(traces, ev[10], number=12, question_type="comparison",
                   question="How does the way you talk to Xiaomei compare with how it was before?"),  # span
+        make_item(traces, ev[11], number=13, question="ANOTHER: what did you finally tell Xiaomei about work, Lin?"),  # unique
     ]
     judges = Judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
     world = World(tmp_path / "out", provider=judges)
@@ -282,7 +285,7 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     rejected = {r.id: r for r in world.read("rejected.jsonl", Rejected)}
     expected = {1: "length", 2: "sufficiency", 3: "blind", 4: "temporal", 5: "duplicate", 7: "format",
                 8: "dated_question", 9: "single_answer", 10: "centrality", 11: "single_point",
-                12: "multi_point_span"}
+                12: "multi_point_span", 13: "unique"}
     assert {r.id: r.filter for r in rejected.values()} == {items[n].id: f for n, f in expected.items()}
     assert all(r.reason for r in rejected.values())
     assert [i.id for i in final] == [items[0].id, items[6].id]
@@ -293,10 +296,14 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     assert all(v.passed for v in final[0].verdicts) and [v.filter for v in final[0].verdicts] == list(
         filter_stage.FILTERS)  # every filter named, in order
     # a malformed item costs no model call; the others cost three each (sufficiency and two blind samples), and
-    # a multi-point item one more per needed trace it is tested on alone (at most single_trace_max)
+    # a multi-point item one more per needed trace it is tested on alone (at most single_trace_max), and an
+    # answerable item one more for the uniqueness judge when other related traces exist by its time
     limit = world.config["filter"]["single_trace_max"]
     singles = sum(len(filter_stage.single_trace_ids(i, limit)) for i in items if i.id != items[7].id)
-    assert singles >= 10 * limit and len(judges.seen) == 3 * 12 + singles
+    uniques = [r for r in judges.seen if r.task == "filter_unique"]
+    assert any("ANOTHER" in r.messages[-1]["content"] for r in uniques)
+    assert not any("Which company" in r.messages[-1]["content"] for r in uniques), "not for unanswerable items"
+    assert singles >= 10 * limit and len(judges.seen) == 3 * 13 + singles + len(uniques)
     assert sum(r.task == "filter_single_trace" for r in judges.seen) == singles
     one = next(r.messages[-1]["content"] for r in judges.seen if r.task == "filter_single_trace")
     assert one.count("--- ") == 1  # exactly one record shown

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import PERSONAS, REPO, run_synth, synth_env
 
-from synth.models import QUESTION_TYPES
+from synth.models import EXTRA_TYPES, QUESTION_TYPES
 
 
 def records(path: Path) -> list[dict]:
@@ -45,7 +45,8 @@ def test_tiny_run_writes_every_file_validates_and_exports(tiny_dataset):
 def test_small_yields_all_question_types_valid_mcqs_and_a_round_tripping_export(small_run):
     persona = "p01_maya"
     mcq = records(small_run / persona / "mcq.jsonl")
-    assert set(Counter(m["question_type"] for m in mcq)) == set(QUESTION_TYPES)
+    # CloneMem's eight, and EverMemBench's temporal duration (small lists it)
+    assert set(Counter(m["question_type"] for m in mcq)) == set(QUESTION_TYPES) | set(EXTRA_TYPES)
     for item in mcq:
         assert [c["id"] for c in item["choices"]] == list("ABCDE")
         assert item["choices"][4]["text"] == "Cannot be determined based on available information"

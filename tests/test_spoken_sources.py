@@ -534,3 +534,19 @@ def test_distractor_prompts_show_nothing_dated_after_the_question_time(tmp_path)
         assert max(shown) <= asked.group(1), f"{request.task}: shows {max(shown)} after the question time {asked.group(1)}"
         checked += any(line.startswith("[") for line in task.splitlines())
     assert checked, "some distractor prompt quoted a chat or dialogue line"
+
+
+def test_the_uniqueness_judge_reads_other_traces_only():
+    from synth.models import MCQ, Choice, EvidenceRef
+    from synth.stages.filter import Checked, other_traces, unique_problem
+
+    item = MCQ(id="q", persona_id=PID, question_type="factual", dimension="emotion", arc_id="a",
+               question_time=dt.datetime(2022, 1, 9, 9), question="q?", answer="a",
+               evidence=[EvidenceRef(statement="s", evidence_id="v", digital_trace_ids=["t1", "t2"])],
+               digital_trace_ids=["t1"], window_end=dt.date(2022, 1, 9),
+               choices=[Choice(id=c, text=c) for c in "ABCDE"], correct_choice_id="A")
+    assert other_traces(item, ["t2", "t3", "t1", "t4", "t5"], 2) == ["t3", "t4"]
+    checked = Checked(id="q", supported=True, support_reason="", blind_votes=[], blind_confidence=0, blind_reason="")
+    assert unique_problem(checked) == ""
+    other = checked.model_copy(update={"unique": False, "unique_reason": "t3 says Tuesday"})
+    assert unique_problem(other) == "another trace answers the question differently: t3 says Tuesday"

@@ -33,6 +33,7 @@ FIELD_NAMES = {
     "memories", "summary", "scene_tags", "emotion", "pattern_type", "trait_type", "claim", "level",
     # group chats and lifelog dialogue (issue 17)
     "speaker", "text", "summary", "open_items", "second", "completion_ok", "logic_ok", "style_ok", "problems",
+    "only_answer",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
@@ -157,6 +158,7 @@ def _qa(name: str, question_type: str) -> dict | None:
                                   "unanswerable": unanswerable, "evidence": QA_EVIDENCE, "traces": TRACES},
         "filter_blind.j2": {**QUESTION, "choices": CHOICES},
         "filter_single_trace.j2": {**QUESTION, "choices": CHOICES, "traces": TRACES},
+        "filter_unique.j2": {**QUESTION, "answer": "我更愿意先听。", "traces": TRACES},
         "filter_inference.j2": {**QUESTION, "answer": "我更愿意先听。", "evidence": QA_EVIDENCE},
         "eval_answer_free.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES, "notes": ["我让大家先说困难。"]},
         "eval_answer_choice.j2": {**QUESTION, "name": "林晓梅", "traces": TRACES, "choices": CHOICES,

@@ -39,13 +39,20 @@ from synth.stats import (
 )
 
 # The order in which filters are named; an item's rejection names the first that failed.
-FILTERS = ("format", "dated_question", "multi_point_span", "single_answer", "sufficiency", "single_point",
+FILTERS = ("format", "dated_question", "multi_point_span", "single_answer", "sufficiency", "unique", "single_point",
            "inference_grounding", "blind", "length", "centrality", "temporal", "duplicate", "cross_type_duplicate", "human_review")
 REVIEW_FILE = "review_verdicts.jsonl"  # written by `synth review --import`; human rejections survive a re-run
 
 
 class Sufficiency(BaseModel):
     supported: bool
+    reason: str
+
+
+class Uniqueness(BaseModel):
+    """EverMemBench's uniqueness check: do traces other than the item's own answer the question differently?"""
+
+    only_answer: bool  # true: none of the other traces gives a different right answer
     reason: str
 
 
@@ -81,6 +88,8 @@ class Checked(BaseModel):
     single_trace: list[SingleTrace] = []  # multi-point items: what a judge picked from each needed trace alone
     stating: list[str] = []  # inference items: the evidence ids the judge found stating the answer outright
     stating_reason: str = ""
+    unique: bool = True  # the uniqueness judge found no other trace answering the question differently
+    unique_reason: str = ""
 
 
 
@@ -156,14 +165,31 @@ def blind_variables(item: MCQ, sample: int = 0) -> dict:
 
 
 def build_checked(item: MCQ, support: Sufficiency, blinds: list[Blind],
-                  singles: list[tuple[str, Blind]] = (), grounding: BaseModel | None = None) -> Checked:
+                  singles: list[tuple[str, Blind]] = (), grounding: BaseModel | None = None,
+                  unique: Uniqueness | None = None) -> Checked:
     votes = [blind_choices(item, k)[1].get(b.choice, b.choice) for k, b in enumerate(blinds)]
     refs = inference_statements(item)
     stating = [refs[n - 1].evidence_id for n in sorted(set(grounding.states_answer))] if grounding else []
     return Checked(id=item.id, supported=support.supported, support_reason=support.reason, blind_votes=votes,
                    blind_confidence=blinds[0].confidence, blind_reason=blinds[0].reason,
                    single_trace=[SingleTrace(trace_id=t, choice=b.choice, confidence=b.confidence) for t, b in singles],
-                   stating=stating, stating_reason=grounding.reason if grounding else "")
+                   stating=stating, stating_reason=grounding.reason if grounding else "",
+                   unique=unique.only_answer if unique else True, unique_reason=unique.reason if unique else "")
+
+
+def other_traces(item: MCQ, related: list[str], limit: int) -> list[str]:
+    """The traces the uniqueness judge reads: the most related to the question before its time, not its own."""
+    own = set(item.digital_trace_ids) | {t for e in item.evidence for t in e.digital_trace_ids}
+    return [t for t in related if t not in own][:limit]
+
+
+def unique_variables(item: MCQ, others: list[str], traces: dict[str, Trace], section: FilterSettings) -> dict:
+    return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
+            "answer": item.answer, "traces": trace_excerpts(others, traces, section)}
+
+
+def unique_problem(checked: Checked) -> str:
+    return "" if checked.unique else f"another trace answers the question differently: {checked.unique_reason}"
 
 
 def inference_statements(item: MCQ) -> list:
@@ -233,14 +259,28 @@ class Judge:
         return await self.ctx.ask("filter_inference", "filter_inference.j2", inference_variables(item),
                                   inference_model(count))
 
+    async def unique(self, item: MCQ) -> Uniqueness | None:
+        limit = self.section.unique_traces
+        if not limit or not answerable(item):
+            return None
+        if self._related is None:
+            self._related = RelatedTraces(self.ctx.traces)
+        found = self._related.before(item.question, item.question_time, limit + len(item.digital_trace_ids))
+        others = other_traces(item, found, limit)
+        if not others:  # nothing else was written by then: nothing could answer it differently
+            return None
+        return await self.ctx.ask("filter_unique", "filter_unique.j2",
+                                  unique_variables(item, others, self.traces, self.section), Uniqueness)
+
     async def check(self, item: MCQ) -> Records:
         # Independent judgements: ask them all at once (one level off the stage's critical path).
         singles = single_trace_ids(item, self.section.single_trace_max)
-        support, grounding, *rest = await asyncio.gather(self.sufficiency(item), self.grounding(item), *(
+        support, grounding, unique, *rest = await asyncio.gather(self.sufficiency(item), self.grounding(item),
+                                                                 self.unique(item), *(
             self.blind(item, k) for k in range(self.section.blind_samples)), *(
             self.single_trace(item, t) for t in singles))
         blinds, answered = rest[:self.section.blind_samples], rest[self.section.blind_samples:]
-        return {"checks": [build_checked(item, support, blinds, answered, grounding)]}
+        return {"checks": [build_checked(item, support, blinds, answered, grounding, unique)]}
 
 
 def support_problem(checked: Checked) -> str:
@@ -300,6 +340,7 @@ def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review
         ("format", ""), ("dated_question", dated_question_problem(item)),
         ("multi_point_span", span_problem(item, traces, section.min_span_days)),
         ("single_answer", single_answer_problem(item)), ("sufficiency", support_problem(checked)),
+        ("unique", unique_problem(checked)),
         ("single_point", single_point_problem(item, checked, section.single_trace_confidence)),
         ("inference_grounding", inference_problem(item, checked)),
         ("blind", blind_problem(item, checked, section.blind_unanswerable)),
@@ -379,9 +420,10 @@ STAGE = Stage(
     name="filter",
     reads=("persona.jsonl", "evidence.jsonl", "traces.jsonl", "mcq.jsonl"),
     writes=("final.jsonl", "rejected.jsonl"),
-    templates=("filter_sufficiency.j2", "filter_blind.j2", "filter_single_trace.j2", "filter_inference.j2"),
-    judges=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference"),
-    tasks=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference"),
+    templates=("filter_sufficiency.j2", "filter_blind.j2", "filter_single_trace.j2", "filter_inference.j2",
+               "filter_unique.j2"),
+    judges=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique"),
+    tasks=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique"),
     body=run,
     help="Format, evidence sufficiency, blind test, option length, temporal leakage, near-duplicates, human review.",
 )
