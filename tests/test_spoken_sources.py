@@ -282,18 +282,21 @@ def test_repetition_compares_with_the_most_similar_earlier_events_only():
 
 # ------------------------------------------------------------------------------------------ whole runs
 
-def fake_run(out: Path, preset: str, config: str | None) -> None:
+def fake_run(out: Path, preset: str, config: str | None):
+    """Every stage for p01_maya on the fake provider; returns the provider (its `seen` requests)."""
     path = None
     if config is not None:
         path = out.parent / f"{out.name}.toml"
         path.write_text(config)
     session = open_session(out, [PERSONAS], [PID], preset, "fake", None, None, None, None, None, path)
+    fake = session.llm.provider(session.options.route)
     try:
         from synth.stages import STAGES
 
         asyncio.run(run_stages(session, STAGES.order(), show_progress=False))
     finally:
         session.close()
+    return fake
 
 
 def test_tiny_with_every_source_makes_valid_traces_of_the_spoken_media(tmp_path):
@@ -512,16 +515,7 @@ def test_distractor_prompts_show_nothing_dated_after_the_question_time(tmp_path)
     """LifeDialBench's causality rule for distractors: their writer and judges see only what exists by the
     question time (the item's traces, and for unanswerable items the related traces before it) — chats and
     dialogues included, whose every line carries its timestamp."""
-    out = tmp_path / "c"
-    (tmp_path / "c.toml").write_text(ALL)
-    session = open_session(out, [PERSONAS], [PID], "small", "fake", None, None, None, None, None, tmp_path / "c.toml")
-    fake = session.llm.provider(session.options.route)
-    try:
-        from synth.stages import STAGES
-
-        asyncio.run(run_stages(session, STAGES.order(), show_progress=False))
-    finally:
-        session.close()
+    fake = fake_run(tmp_path / "c", "small", None)  # small's sources are all three
     stamp = re.compile(r"(\d{4}-\d{2}-\d{2})(?:T|, )(\d{2}:\d{2})")
     checked = 0
     for request in fake.seen:

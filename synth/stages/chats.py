@@ -31,7 +31,7 @@ from synth.personas import BigFive
 from synth.settings import ChatsSettings
 from synth.spoken import format_lines, line_problems, repair_diff
 from synth.stage import Records, Stage, StageContext
-from synth.stages.common import answer_tokens, unique_labels
+from synth.stages.common import SpokenContext, answer_tokens, unique_labels
 
 KINDS = ("family", "work", "friends")
 
@@ -170,18 +170,10 @@ def annotated(lines: Sequence[Utterance], evidence: Sequence[Evidence]) -> list[
 
 # ------------------------------------------------------------------------------------------------ stage
 
-class ChatWriter:
+class ChatWriter(SpokenContext):
     """What the units share; a unit writes one group's chat days in order (the rolling state is a chain)."""
 
-    def __init__(self, ctx: StageContext) -> None:
-        self.ctx = ctx
-        self.section: ChatsSettings = ctx.section
-        self.persona = ctx.persona
-        self.persona_view = self.persona.model_dump(mode="json")
-        self.evidence: dict[str, list[Evidence]] = {}
-        for item in ctx.evidence:
-            self.evidence.setdefault(item.event_id, []).append(item)
-        self.names = {r.id: r.name for r in self.persona.relations}
+    section: ChatsSettings
 
     def event_view(self, event: Event) -> dict:
         return {"time": event.time.strftime("%H:%M"), "title": event.title, "description": event.description,

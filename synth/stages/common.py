@@ -115,3 +115,18 @@ class RelatedTraces:
             return []
         ranked = self.index.retrieve(question, len(self.traces), None)
         return [tid for tid in ranked if self.time[tid] <= when][:limit]
+
+
+class SpokenContext:
+    """What the spoken-source stages (chats, lifelog) share: the persona and its template view, its evidence by
+    event, and its relations' names by id."""
+
+    def __init__(self, ctx: StageContext) -> None:
+        self.ctx = ctx
+        self.section = ctx.section
+        self.persona = ctx.persona
+        self.persona_view = self.persona.model_dump(mode="json")
+        self.evidence: dict[str, list] = {}
+        for item in ctx.evidence:
+            self.evidence.setdefault(item.event_id, []).append(item)
+        self.names = {r.id: r.name for r in self.persona.relations}

@@ -16,7 +16,7 @@ from synth.models import Event, Evidence, LifelogDialogue, Repair, SpokenCheck, 
 from synth.settings import LifelogSettings
 from synth.spoken import format_lines, line_problems, most_similar_earlier, repair_diff, similarity
 from synth.stage import Records, Stage, StageContext
-from synth.stages.common import answer_tokens, unique_labels
+from synth.stages.common import SpokenContext, answer_tokens, unique_labels
 
 
 @lru_cache(maxsize=None)
@@ -56,16 +56,13 @@ def repetitions(dialogues: Sequence[LifelogDialogue], similar: dict[str, list[st
     return out
 
 
-class DialogueWriter:
+class DialogueWriter(SpokenContext):
+    """What the units share (one unit per event), and each event's most similar earlier events."""
+
+    section: LifelogSettings
+
     def __init__(self, ctx: StageContext) -> None:
-        self.ctx = ctx
-        self.section: LifelogSettings = ctx.section
-        self.persona = ctx.persona
-        self.persona_view = self.persona.model_dump(mode="json")
-        self.evidence: dict[str, list[Evidence]] = {}
-        for item in ctx.evidence:
-            self.evidence.setdefault(item.event_id, []).append(item)
-        self.names = {r.id: r.name for r in self.persona.relations}
+        super().__init__(ctx)
         self.similar = most_similar_earlier(ctx.events, self.section.similar_events)
         self.titles = {e.id: e.title for e in ctx.events}
 
