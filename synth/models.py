@@ -243,7 +243,7 @@ class LifelogDialogue(Record):
     end: dt.datetime
     place: str
     participants: list[str]  # display names
-    calendar: str  # the day as the calendar shows it (weekday, holiday)
+    calendar: dict  # the day as the calendar shows it: date, weekday (Monday 0), weekend, holidays
     lines: list[Utterance]
     similar_event_ids: list[str] = []  # the top-5 most similar earlier events the repetition check compared with
     check: SpokenCheck

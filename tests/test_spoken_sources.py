@@ -258,13 +258,14 @@ def test_lifelog_dialogue_scripted_with_a_repair(tmp_path):
         "[2022-01-08, 10:00:03] Stranger: Plumber here.", "[2022-01-08, 10:00:05] Sam: It drips again.",
         "[2022-01-08, 10:01:05] Maya: Then we call him back."]
     assert [u.speaker_id for u in dialogue.lines] == ["", "r1", PID]
+    assert dialogue.calendar == {"date": "2022-01-08", "weekday": 5, "weekend": True, "holidays": []}
     assert dialogue.check.rule_problems == ["Maya never speaks"] and not dialogue.check.flagged
 
 
 def dialogue(event_id: str, text: str) -> LifelogDialogue:
     start = dt.datetime(2022, 1, 5, 10)
     return LifelogDialogue(id=f"d-{event_id}", persona_id=PID, event_id=event_id, evidence_ids=[], start=start,
-                           end=start, place="p", participants=[], calendar="", similar_event_ids=[],
+                           end=start, place="p", participants=[], calendar={}, similar_event_ids=[],
                            lines=[Utterance(speaker="Maya", time=start, text=text)], check=SpokenCheck())
 
 

@@ -107,7 +107,7 @@ class DialogueWriter(SpokenContext):
         return {"lifelog.jsonl": [LifelogDialogue(
             id=mint_id(event.id, "lifelog", 0), persona_id=self.persona.id, event_id=event.id,
             evidence_ids=evidence_ids, start=start, end=end, place=event.location, participants=participants,
-            calendar=f"{calendar['date']} weekday {calendar['weekday']}", lines=lines,
+            calendar=calendar, lines=lines,
             similar_event_ids=self.similar.get(event.id, []), check=check)]}
 
 
