@@ -1,7 +1,8 @@
 """Export the spoken sources in their seeds' own layouts: `lifedial` (LifeDialBench: dialogue lines and questions
 with a query timestamp) and `evermem` (EverMemBench: groups, daily group chats and QA). A layout holds the final
-items every needed trace of which is of its medium, so a reader of that layout alone can answer them; the
-generator-only state (rolling summaries, open items, validation) is never written."""
+items whose every evidence statement is carried by one of its traces (with only those traces), so a reader of that
+layout alone can answer them; the generator-only state (rolling summaries, open items, validation) is never
+written."""
 
 from __future__ import annotations
 
@@ -20,8 +21,19 @@ def _read(directory: Path, name: str, model) -> list:
 
 
 def answerable_from(items: list[FinalItem], ids: set[str]) -> list[FinalItem]:
-    """The items whose needed traces are all among `ids` (and that need at least one)."""
-    return [i for i in items if i.digital_trace_ids and set(i.digital_trace_ids) <= ids]
+    """The items a reader of the layout alone can answer, seen through it: every evidence statement keeps the
+    traces of it that are among `ids` (a statement carried by a diary and a group chat keeps the chat), and an
+    item is left out when one of its statements has none there (or it has no statement)."""
+    out = []
+    for item in items:
+        evidence = [e.model_copy(update={"digital_trace_ids": [t for t in e.digital_trace_ids if t in ids]})
+                    for e in item.evidence]
+        if not evidence or not all(e.digital_trace_ids for e in evidence):
+            continue
+        kept = list(dict.fromkeys([t for t in item.digital_trace_ids if t in ids]
+                                  + [t for e in evidence for t in e.digital_trace_ids]))
+        out.append(item.model_copy(update={"evidence": evidence, "digital_trace_ids": kept}))
+    return out
 
 
 def _time(value) -> str:

@@ -408,9 +408,16 @@ def test_lifedial_and_evermem_exports_load_back_into_synth_eval(tmp_path):
         for e in item.evidence:
             e.digital_trace_ids = ids[k % len(ids):][:1] or ids[:1]
         items.append(item)
-    mixed = template.model_copy(update={"id": "q-mixed", "digital_trace_ids": [spoken["group_chat"][0].id,
-                                                                              spoken["lifelog_dialogue"][0].id]})
-    write_atomic(directory / "final.jsonl", [*items, mixed])
+    chat, talk = spoken["group_chat"][0].id, spoken["lifelog_dialogue"][0].id
+    written = next(t.id for t in traces if t.medium not in spoken)
+    ref = template.evidence[0]
+    # one statement in a chat, the other in a dialogue: neither layout alone answers it
+    mixed = template.model_copy(update={"id": "q-mixed", "digital_trace_ids": [chat, talk], "evidence": [
+        ref.model_copy(update={"digital_trace_ids": [chat]}), ref.model_copy(update={"digital_trace_ids": [talk]})]})
+    # its one statement carried by a diary-like trace and a chat: the evermem layout keeps it, with the chat only
+    both = template.model_copy(update={"id": "q-both", "digital_trace_ids": [written, chat], "evidence": [
+        ref.model_copy(update={"digital_trace_ids": [written, chat]})]})
+    write_atomic(directory / "final.jsonl", [*items, mixed, both])
     synth_questions = {q.id: q for q in load_eval_set(out).questions}
     synth_traces = {t.id: t for t in load_eval_set(out).personas[0].traces}
 
@@ -428,7 +435,11 @@ def test_lifedial_and_evermem_exports_load_back_into_synth_eval(tmp_path):
             assert trace.content == synth_traces[trace.id].content and trace.medium == medium
             if layout == "lifedial":
                 assert trace.time == synth_traces[trace.id].time
-        [question] = persona_view.questions  # neither the other layout's item nor the mixed one
+        by_id = {q.id: q for q in persona_view.questions}
+        assert set(by_id) == {f"q-{medium}"} | ({"q-both"} if layout == "evermem" else set())
+        if layout == "evermem":
+            assert by_id["q-both"].gold_ids == [chat], "seen through the layout: only its own trace"
+        question = by_id[f"q-{medium}"]
         original = synth_questions[f"q-{medium}"]
         assert question.id == original.id and question.question == original.question
         assert question.question_time == original.question_time and question.choices == original.choices
