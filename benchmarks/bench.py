@@ -147,6 +147,11 @@ def stage_depths(persona: Path) -> dict[str, int]:
             depths[stage] = qa_chain(persona)
         elif stage == "traces":
             depths[stage] = 2 * trace_waves(persona)
+        elif stage == "chats":
+            depths[stage] = chats_chain(persona)
+        elif stage == "lifelog":
+            depths[stage] = max((1 + len(d["check"]["repairs"]) for d in read_jsonl(persona / "lifelog.jsonl")),
+                                default=0)
         elif stage == "distractors":
             depths[stage] = max((distractor_chain(item) for item in read_jsonl(persona / "mcq.jsonl")), default=0)
         else:
@@ -174,6 +179,19 @@ def trace_waves(persona: Path) -> int:
     asked = {v["event_id"] for v in read_jsonl(persona / "evidence.jsonl")}  # an event without evidence asks nothing
     return max(1, len({(dt.date.fromisoformat(e["time"][:10]) - start).days // days
                        for e in read_jsonl(persona / "events.jsonl") if e["id"] in asked}))
+
+
+def chats_chain(persona: Path) -> int:
+    """A group's days are one chain (each day's rolling state needs the day before), the groups run side by side:
+    per day its write, then the judge, then per repair a rewrite and the judge again (no judge when turned off)."""
+    dataset = persona.parent / "dataset.json"
+    judge = bool(json.loads(dataset.read_text()).get("config", {}).get("chats", {}).get("judge", True)) \
+        if dataset.is_file() else True
+    chains: dict[str, int] = {}
+    for day in read_jsonl(persona / "chats.jsonl"):
+        rounds = 1 + len(day["check"]["repairs"])
+        chains[day["group_id"]] = chains.get(day["group_id"], 0) + rounds * (1 + judge)
+    return max(chains.values(), default=0)
 
 
 def distractor_chain(item: dict) -> int:
