@@ -32,7 +32,7 @@ FIELD_NAMES = {
     # the memory systems of synth eval (issue 16)
     "memories", "summary", "scene_tags", "emotion", "pattern_type", "trait_type", "claim", "level",
     # group chats and lifelog dialogue (issue 17)
-    "speaker", "text", "summary", "open_items", "second", "completion_ok", "logic_ok", "style_ok", "problems",
+    "speaker", "text", "open_items", "second", "completion_ok", "logic_ok", "style_ok", "problems",
     "only_answer",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
