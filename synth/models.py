@@ -187,6 +187,7 @@ class GroupMember(BaseModel):
     name: str
     role: str
     style: dict[str, int]  # STYLE_DIMENSIONS → 1 (low) … 5 (high): EverMemBench's communication style
+    since: dt.date | None = None  # someone introduced later (people.jsonl) speaks from this day on
 
 
 class Group(Record):

@@ -13,7 +13,19 @@ from rich.table import Table
 from synth import rules
 from synth.jsonl import read_records
 from synth.life_stats import media_mix, persona_life
-from synth.models import MCQ, ChatDay, Event, FinalItem, LifelogDialogue, MajorEvent, Person, Persona, Phase, Rejected, Trace
+from synth.models import (
+    MCQ,
+    ChatDay,
+    Event,
+    FinalItem,
+    LifelogDialogue,
+    MajorEvent,
+    Person,
+    Persona,
+    Phase,
+    Rejected,
+    Trace,
+)
 from synth.spoken import validation_rates
 
 POSITIONS = rules.POSITIONS

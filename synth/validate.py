@@ -265,14 +265,16 @@ class PersonaCheck:
             self.refs(name, record, "evidence_ids", id_list(record.get("evidence_ids")), "evidence.jsonl")
 
     def check_spoken_refs(self) -> None:
-        """Group chats and lifelog dialogues: members are the persona or its relations; a chat day's or dialogue's
-        evidence exists and belongs to the events it is bound to; a line carries only its record's evidence and a
-        chat speaker with an id is a member of the group."""
+        """Group chats and lifelog dialogues: members are the persona or people of its registry (relations
+        included); a chat day's or dialogue's evidence exists and belongs to the events it is bound to; a line
+        carries only its record's evidence and a chat speaker with an id is a member of the group."""
         people = {self.persona.get("id")} | {r.get("id") for r in dict_list(self.persona.get("relations"))}
+        people |= {p["id"] for _, p in self.each("people.jsonl") if p.get("kind") == "person"}
         for name, record in self.each("groups.jsonl"):
             for member in dict_list(record.get("members")):
                 if self.persona and member.get("person_id") not in people:
-                    self.flag(name, record, f"members: '{member.get('person_id')}' is neither the persona nor a relation")
+                    self.flag(name, record, f"members: '{member.get('person_id')}' is neither the persona nor in "
+                                            "its registry")
         groups = self.by_id.get("groups.jsonl", {})
         evidence = self.by_id.get("evidence.jsonl", {})
         for name, record in self.each("chats.jsonl", "lifelog.jsonl"):

@@ -23,6 +23,7 @@ from synth.models import (
     Event,
     Evidence,
     LifelogDialogue,
+    Person,
     Persona,
     Relation,
     SpokenCheck,
@@ -65,10 +66,19 @@ def evidence(event_id: str, n: int = 2) -> list[Evidence]:
                      statement=f"statement {j} of {event_id}", arc_ids=["a1"]) for j in range(n)]
 
 
-def setup(out: Path, events: list[Event], config: str) -> Path:
+def registry(p: Persona, introduced: tuple[tuple[str, str, str, dt.date], ...] = ()) -> list[Person]:
+    """people.jsonl: the relations, then people introduced later (id, name, relation, first day)."""
+    return [*(Person(id=r.id, persona_id=PID, kind="person", name=r.name, relation=r.relation, description="d",
+                     origin="relation") for r in p.relations),
+            *(Person(id=i, persona_id=PID, kind="person", name=n, relation=r, description="d", origin="introduced",
+                     first_phase_id="ph", first_date=day) for i, n, r, day in introduced)]
+
+
+def setup(out: Path, events: list[Event], config: str, introduced=()) -> Path:
     directory = out / PID
     directory.mkdir(parents=True)
     write_atomic(directory / "persona.jsonl", [persona()])
+    write_atomic(directory / "people.jsonl", registry(persona(), introduced))
     write_atomic(directory / "events.jsonl", events)
     write_atomic(directory / "evidence.jsonl", [v for e in events for v in evidence(e.id)])
     (out / "config.toml").write_text(config)
@@ -224,6 +234,18 @@ def test_chat_day_stays_flagged_after_the_last_repair(tmp_path):
     data = stats.collect(out)["spoken_validation"]["group_chat"]
     assert data == {"records": 1, "rule_fail_rate": 1.0, "judge_fail_rate": 0.0, "repaired_rate": 0.0,
                     "flagged_rate": 1.0, "repeated_rate": 0.0, "repairs": 1}
+
+
+def test_someone_introduced_later_joins_the_group_from_their_first_day(tmp_path):
+    out = tmp_path / "n"
+    events = [event(1, dt.datetime(2022, 1, 5, 10), ["r1"]), event(2, dt.datetime(2022, 1, 9, 10), ["r1", "n1"])]
+    directory = setup(out, events, SHORT, introduced=(("n1", "Jo", "sister-in-law", dt.date(2022, 1, 8)),))
+    fake = run(out, "chats", [])
+    family = next(g for g in load(directory, "groups.jsonl") if g.kind == "family")
+    assert [(m.name, m.since) for m in family.members] == [("Maya", None), ("Sam", None), ("Jo", dt.date(2022, 1, 8))]
+    days = [r for r in fake.seen if r.task == "chats" and r.sample == 0]
+    enums = [r.json_schema["$defs"]["ChatLine"]["properties"]["speaker"]["enum"] for r in days]
+    assert sorted(enums) == [["Maya", "Sam"], ["Maya", "Sam", "Jo"]], "Jo speaks only from the day she was introduced"
 
 
 def test_chats_with_written_sources_only_write_empty_files_and_call_nothing(tmp_path):

@@ -21,6 +21,7 @@ from synth.models import (
     Evidence,
     Group,
     GroupMember,
+    Person,
     Persona,
     Repair,
     SpokenCheck,
@@ -74,10 +75,12 @@ def work_adjusted(style: dict[str, int], kind: str) -> dict[str, int]:
             "jargon": min(5, style["jargon"] + 1)}
 
 
-def build_groups(persona: Persona, section: ChatsSettings) -> list[Group]:
-    """One group per kind that has at least one relation in it, the persona first; roles are the relations."""
+def build_groups(persona: Persona, section: ChatsSettings, people: Sequence[Person] = ()) -> list[Group]:
+    """One group per kind that has at least one person in it, the persona first; roles are the relations. The
+    people are the registry's (relations, then those introduced later, who join from their first day); without a
+    registry, the persona's relations."""
     by_kind: dict[str, list] = {kind: [] for kind in KINDS}
-    for relation in persona.relations:
+    for relation in [p for p in people if p.kind == "person"] or persona.relations:
         by_kind[relation_kind(relation.relation, section)].append(relation)
     groups = []
     for kind in KINDS:
@@ -88,7 +91,7 @@ def build_groups(persona: Persona, section: ChatsSettings) -> list[Group]:
         members = [GroupMember(person_id=persona.id, name=names[0], role="self",
                                style=persona_style(persona.big_five, kind))]
         members += [GroupMember(person_id=r.id, name=name, role=r.relation.strip() or kind,
-                                style=member_style(group_id, r.id, kind))
+                                style=member_style(group_id, r.id, kind), since=getattr(r, "first_date", None))
                     for r, name in zip(by_kind[kind], names[1:], strict=True)]
         groups.append(Group(id=group_id, persona_id=persona.id, kind=kind, members=members))
     return groups
@@ -188,9 +191,10 @@ class ChatWriter(SpokenContext):
 
     async def day(self, group: Group, index: int, date: dt.date, events: list[Event], state: dict) -> ChatDay:
         evidence = [e for event in events for e in self.evidence[event.id]]
-        speakers = tuple(m.name for m in group.members)
+        speakers = tuple(m.name for m in group.members if m.since is None or m.since <= date)
         model = day_answer(speakers, len(evidence), self.section.min_utterances, self.section.max_utterances)
-        base = {"persona": self.persona_view, "group": group.model_dump(mode="json"), "date": date.isoformat(),
+        present = group.model_copy(update={"members": [m for m in group.members if m.name in speakers]})
+        base = {"persona": self.persona_view, "group": present.model_dump(mode="json"), "date": date.isoformat(),
                 "weekday": date.weekday(), "events": [self.event_view(e) for e in events],
                 "evidence": [e.statement for e in evidence], "state": state,
                 "min_utterances": self.section.min_utterances, "max_utterances": self.section.max_utterances}
@@ -234,7 +238,7 @@ class ChatWriter(SpokenContext):
 async def run(ctx: StageContext) -> dict[str, list] | None:
     if "group_chat" not in ctx.settings.sources:
         return {"groups.jsonl": [], "chats.jsonl": []}
-    groups = build_groups(ctx.persona, ctx.section)
+    groups = build_groups(ctx.persona, ctx.section, ctx.people)
     writer = ChatWriter(ctx)
     await ctx.units([(group.id, partial(writer.group, group)) for group in groups])
     return {"groups.jsonl": groups, **{k: v for k, v in ctx.collected().items() if k == "chats.jsonl"}}
@@ -242,7 +246,7 @@ async def run(ctx: StageContext) -> dict[str, list] | None:
 
 STAGE = Stage(
     name="chats",
-    reads=("persona.jsonl", "events.jsonl", "evidence.jsonl"),
+    reads=("persona.jsonl", "people.jsonl", "events.jsonl", "evidence.jsonl"),
     writes=("groups.jsonl", "chats.jsonl"),
     templates=("chats_day.j2", "chats_validate.j2", "chats_repair.j2"),
     tasks=("chats", "chats_validate"),

@@ -119,7 +119,7 @@ class RelatedTraces:
 
 class SpokenContext:
     """What the spoken-source stages (chats, lifelog) share: the persona and its template view, its evidence by
-    event, and its relations' names by id."""
+    event, and the names of everyone in its registry (relations and those introduced later) by id."""
 
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
@@ -129,4 +129,5 @@ class SpokenContext:
         self.evidence: dict[str, list] = {}
         for item in ctx.evidence:
             self.evidence.setdefault(item.event_id, []).append(item)
-        self.names = {r.id: r.name for r in self.persona.relations}
+        self.people = [p for p in ctx.people if p.kind == "person"]
+        self.names = {**{r.id: r.name for r in self.persona.relations}, **{p.id: p.name for p in self.people}}

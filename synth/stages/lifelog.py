@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from synth.calendar import holidays_between
 from synth.models import Event, Evidence, LifelogDialogue, Repair, SpokenCheck, Utterance, mint_id
 from synth.settings import LifelogSettings
 from synth.spoken import format_lines, line_problems, most_similar_earlier, repair_diff, similarity
@@ -67,8 +68,11 @@ class DialogueWriter(SpokenContext):
         self.titles = {e.id: e.title for e in ctx.events}
 
     def calendar(self, day: dt.date) -> dict:
-        """The day as the calendar shows it: its weekday (the templates name it) and whether it is a weekend."""
-        return {"date": day.isoformat(), "weekday": day.weekday(), "weekend": day.weekday() >= 5, "holidays": []}
+        """The day as the real calendar shows it: its weekday (the templates name it), whether it is a weekend, and
+        the public holidays of the persona's country on it (synth.calendar, the `holidays` package)."""
+        country = self.ctx.settings.holiday_countries.get(self.ctx.language, "")
+        return {"date": day.isoformat(), "weekday": day.weekday(), "weekend": day.weekday() >= 5,
+                "holidays": holidays_between(country, self.ctx.language, day, day)}
 
     async def event(self, event: Event) -> Records:
         evidence = self.evidence.get(event.id, [])
@@ -128,7 +132,7 @@ async def run(ctx: StageContext) -> dict[str, list]:
 
 STAGE = Stage(
     name="lifelog",
-    reads=("persona.jsonl", "events.jsonl", "evidence.jsonl"),
+    reads=("persona.jsonl", "people.jsonl", "events.jsonl", "evidence.jsonl"),
     writes=("lifelog.jsonl",),
     templates=("lifelog_dialogue.j2",),
     tasks=("lifelog",),
