@@ -115,10 +115,14 @@ class Server:
 
 
 def run_once(out: Path, preset: str, base_url: str, concurrency: int | None,
-             profile: LoopProfile | None = None) -> tuple[float, str | None]:
-    """One `synth run` of every stage (in-process, no progress bars); returns wall seconds and any error."""
+             profile: LoopProfile | None = None, sources: list[str] | None = None) -> tuple[float, str | None]:
+    """One `synth run` of every stage (in-process, no progress bars); returns wall seconds and any error.
+    `sources` overrides the preset's trace sources (None: the preset's own)."""
+    config = conf.preset_config(preset)
+    if sources is not None:
+        config["sources"] = sources
     session = open_session(out, [ROOT / "personas"], [], preset, "openai", "fake", base_url, concurrency,
-                           None, None, None)
+                           None, None, config)
     error = None
     start = time.perf_counter()
     try:
@@ -253,6 +257,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--preset", default="small")
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--concurrency", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--sources", default="written",
+                        help="trace sources, a comma list, or 'preset' for the preset's own (default: written — the "
+                             "workload the throughput figure has always measured; small's group chats are one "
+                             "sequential chain per group that would dominate both the run and its bound)")
     parser.add_argument("--skip-sequential", action="store_true", help="skip the concurrency-1 run (quick checks)")
     parser.add_argument("--trace", type=Path, default=None, help="write the concurrent run's calls (JSONL) here")
     parser.add_argument("--sample-ms", type=float, default=3.0,
@@ -260,6 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sample-detail", action="store_true",
                         help="under each category, the innermost functions the loop thread's CPU was charged to")
     args = parser.parse_args(argv)
+    sources = None if args.sources == "preset" else [x.strip() for x in args.sources.split(",") if x.strip()]
     log = lambda msg: print(msg, file=sys.stderr, flush=True)
 
     tracer = Tracer()
@@ -271,22 +280,22 @@ def main(argv: list[str] | None = None) -> None:
             base_url = server.url + "/v1"
             profile = LoopProfile(args.sample_ms / 1000, args.sample_detail) if args.sample_ms > 0 else None
             server_cpu = server.cpu_s()
-            wall_s, error = run_once(tmp_path / "concurrent", args.preset, base_url, args.concurrency, profile)
+            wall_s, error = run_once(tmp_path / "concurrent", args.preset, base_url, args.concurrency, profile, sources)
             server_cpu = server.cpu_s() - server_cpu
             calls = list(tracer.calls)
             log(f"concurrent: {wall_s:.2f}s, {len(calls)} calls" + (f" (stopped: {error})" if error else ""))
             before = server.chat_calls()
-            rerun_s, _ = run_once(tmp_path / "concurrent", args.preset, base_url, args.concurrency)
+            rerun_s, _ = run_once(tmp_path / "concurrent", args.preset, base_url, args.concurrency, None, sources)
             rerun_calls = server.chat_calls() - before
             log(f"re-run: {rerun_s:.2f}s, {rerun_calls} calls")
             sequential_wall_s = None
             if not args.skip_sequential:
-                sequential_wall_s, _ = run_once(tmp_path / "sequential", args.preset, base_url, 1)
+                sequential_wall_s, _ = run_once(tmp_path / "sequential", args.preset, base_url, 1, None, sources)
                 log(f"sequential: {sequential_wall_s:.2f}s")
         with Server(0) as server:
             tracer.calls.clear()
             cpu = time.process_time()
-            zero_wall, _ = run_once(tmp_path / "zero", args.preset, server.url + "/v1", args.concurrency)
+            zero_wall, _ = run_once(tmp_path / "zero", args.preset, server.url + "/v1", args.concurrency, None, sources)
             cpu = time.process_time() - cpu
             log(f"zero latency: {zero_wall:.2f}s wall, {cpu:.2f}s CPU over {len(tracer.calls)} calls")
             overhead_ms = 1000 * cpu / max(1, len(tracer.calls))
@@ -308,6 +317,7 @@ def main(argv: list[str] | None = None) -> None:
         "overhead_ms_per_call": round(overhead_ms, 3),
         "rerun_provider_calls": rerun_calls,
         "peak_rss_mb": round(peak_rss_mb, 1),
+        "sources": args.sources,
     }
     if error:
         log(f"warning: the run stopped early, so these numbers cover only the stages that ran: {error}")
