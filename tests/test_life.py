@@ -7,6 +7,8 @@ import asyncio
 import datetime as dt
 from pathlib import Path
 
+import pytest
+
 from synth import life_stats
 from synth.calendar import holidays_between, weekday
 from synth.jsonl import read_records
@@ -164,3 +166,13 @@ def test_voice_waves_and_reference_read_only_earlier_traces():
     voice = traces_stage.voice_reference(written, "diary", dt.datetime(2022, 1, 8), 2, 12)
     assert [v["content"] for v in voice] == ["text t1 text", "text t3 text"], "latest two before, oldest first"
     assert traces_stage.voice_reference(written, "diary", dt.datetime(2022, 1, 8), 0, 12) == []
+
+
+def test_an_empty_trace_is_asked_again_never_kept():
+    """The local model once wrote `"content": ""`: the writer's check refuses blank text so the client repairs it."""
+    from synth.stages.traces import TraceText, has_content
+
+    for blank in ("", "   \n\t"):
+        with pytest.raises(ValueError, match="content: empty"):
+            has_content(TraceText(content=blank))
+    has_content(TraceText(content="Long shift; Dr. Okafor stayed late again."))

@@ -231,8 +231,15 @@ class TraceWriter:
         voice = voice_reference(self.written, plan.medium, time, *self.voice)
         answer = await self.ctx.ask("traces", "traces_write.j2",
                                     write_variables(context, plan, carried, time, self.words, voice), TraceText,
-                                    max_tokens=answer_tokens(self.ctx, 3 * self.words[1] + 200))
+                                    check=has_content, max_tokens=answer_tokens(self.ctx, 3 * self.words[1] + 200))
         return build_trace(answer, plan, event, carried, k, time, self.persona.id)
+
+
+def has_content(answer: TraceText) -> None:
+    """A trace with no text carries no evidence and breaks every downstream check: ask again (a repair), never keep
+    it. The schema is left as it is (a minLength would re-seed the fake's answers); this is the model-free rule."""
+    if not answer.content.strip():
+        raise ValueError("content: empty — write the trace itself")
 
 
 def voice_waves(events: list[Event], start: dt.date, wave_days: int) -> list[list[Event]]:
