@@ -169,10 +169,14 @@ def test_voice_waves_and_reference_read_only_earlier_traces():
 
 
 def test_an_empty_trace_is_asked_again_never_kept():
-    """The local model once wrote `"content": ""`: the writer's check refuses blank text so the client repairs it."""
+    """The local model once wrote `"content": ""`: the schema's minLength binds a grammar-constrained model, and the
+    writer's check refuses whitespace so the client repairs it."""
+    from synth.stage import schema_of
     from synth.stages.traces import TraceText, has_content
 
-    for blank in ("", "   \n\t"):
-        with pytest.raises(ValueError, match="content: empty"):
-            has_content(TraceText(content=blank))
+    assert schema_of(TraceText)["properties"]["content"]["minLength"] >= 1
+    with pytest.raises(ValueError):
+        TraceText(content="")
+    with pytest.raises(ValueError, match="content: empty"):
+        has_content(TraceText(content=" \n\t" * 10))
     has_content(TraceText(content="Long shift; Dr. Okafor stayed late again."))

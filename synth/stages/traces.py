@@ -23,7 +23,8 @@ from synth.stages.common import answer_tokens, arc_views
 
 
 class TraceText(BaseModel):
-    content: str
+    # minLength reaches a grammar-bound local model (it once wrote "content": ""); the check below refuses blank text
+    content: str = Field(min_length=20)
 
 
 @lru_cache(maxsize=None)
@@ -237,7 +238,7 @@ class TraceWriter:
 
 def has_content(answer: TraceText) -> None:
     """A trace with no text carries no evidence and breaks every downstream check: ask again (a repair), never keep
-    it. The schema is left as it is (a minLength would re-seed the fake's answers); this is the model-free rule."""
+    it. The schema's minLength binds a grammar; this refuses text that is only whitespace."""
     if not answer.content.strip():
         raise ValueError("content: empty — write the trace itself")
 
