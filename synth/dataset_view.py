@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synth.jsonl import read_dicts
 from synth.llm.base import InputError
 from synth.record_fields import dict_list, id_list  # noqa: F401  (re-exported: the readers of a view use them)
 
@@ -20,23 +21,7 @@ FILES = {
 }
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Every record of a JSONL file as a dict ([] when the file is absent); a broken line is one clear error."""
-    if not path.is_file():
-        return []
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}: line {number}: record: not a JSON object")
-            rows.append(row)
-    return rows
+
 
 
 def read_json(path: Path) -> dict:
@@ -76,7 +61,7 @@ class PersonaView:
 
 
 def load_persona(directory: Path) -> PersonaView:
-    records = {attr: read_jsonl(directory / name) for name, attr in FILES.items()}
+    records = {attr: read_dicts(directory / name) for name, attr in FILES.items()}
     persona = records.pop("persona")
     manifests = {p.stem: read_json(p) for p in sorted((directory / "manifests").glob("*.json"))}
     return PersonaView(directory=directory, persona=persona[0] if persona else {"id": directory.name}, **records,

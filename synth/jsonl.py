@@ -19,22 +19,39 @@ from synth.llm.base import InputError
 M = TypeVar("M", bound=BaseModel)
 
 
-def iter_records(path: Path, model: type[M]) -> Iterator[M]:
-    """Yield validated records; a broken line is an InputError naming the file, the line and the field."""
+def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) of every non-blank line; a broken line is an InputError naming file and line."""
     with path.open("r", encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                yield number, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
-            try:
-                yield model.model_validate(data)
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                loc = ".".join(str(p) for p in err["loc"]) or "record"
-                raise InputError(f"{path}: line {number}: {loc}: {err['msg']}") from None
+
+
+def iter_records(path: Path, model: type[M]) -> Iterator[M]:
+    """Yield validated records; a broken line is an InputError naming the file, the line and the field."""
+    for number, data in json_lines(path):
+        try:
+            yield model.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "record"
+            raise InputError(f"{path}: line {number}: {loc}: {err['msg']}") from None
+
+
+def read_dicts(path: Path) -> list[dict]:
+    """Every record of a JSONL file as a dict ([] when the file is absent); a line that is not an object is an error."""
+    if not path.is_file():
+        return []
+    rows = []
+    for number, row in json_lines(path):
+        if not isinstance(row, dict):
+            raise InputError(f"{path}: line {number}: record: not a JSON object")
+        rows.append(row)
+    return rows
 
 
 def read_records(path: Path, model: type[M]) -> list[M]:

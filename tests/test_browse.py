@@ -13,7 +13,8 @@ import pytest
 from conftest import PERSONAS, REPO, run_synth
 
 from synth.browse import site_data
-from synth.dataset_view import load_persona, read_jsonl
+from synth.dataset_view import load_persona
+from synth.jsonl import read_dicts as read_jsonl
 
 BROWSER_DIR = REPO / "tests" / "browser"
 
