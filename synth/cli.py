@@ -358,6 +358,7 @@ def eval_command(
     judge_model: Annotated[Optional[str], typer.Option("--judge-model")] = None,
     base_url: BaseUrl = None,
     embed_model: Annotated[Optional[str], typer.Option("--embed-model", help="An OpenAI-compatible embeddings model (with --base-url or OPENAI_API_KEY); default: the bundled offline embedder.")] = None,
+    embedder: Annotated[Optional[str], typer.Option("--embedder", help="The offline embedder: e5 | use (default from [eval]; README: which, and why).")] = None,
     offline: Annotated[bool, typer.Option("--offline", help="CloneMem's all-traces protocol (leaks the future).")] = False,
     out: Annotated[Path, typer.Option("--out")] = Path("outputs/eval"),
     plot: Annotated[bool, typer.Option("--plot")] = False,
@@ -376,7 +377,7 @@ def eval_command(
     run_eval(data=data, system=system, k=k, answerer_provider=answerer_provider, answerer_model=answerer_model,
              judge_provider=judge_provider, judge_model=judge_model, base_url=base_url, embed_model=embed_model,
              offline=offline, out=out, plot=plot, limit=limit, concurrency=concurrency, console=out_console,
-             retriever=retriever)
+             retriever=retriever, embedder=embedder)
 
 
 @eval_app.command("compare")

@@ -186,6 +186,7 @@ class EvalSettings(Section):
     bootstrap_seed: int
     concurrency: int = Field(ge=1)
     retriever: Literal["bm25", "dense", "hybrid"]
+    embedder: Literal["e5", "use"]
     embed_max_chars: int = Field(ge=1)
     rrf_k: int = Field(ge=1)
     rrf_depth: int = Field(ge=1)

@@ -16,7 +16,7 @@ from pathlib import Path
 from synth import conf
 from synth.eval.backbone import Backbone, LoopThread
 from synth.eval.data import EvalSet, load_eval_set
-from synth.eval.embed import CachedEmbedder, VectorCache, make_embedder
+from synth.eval.embed import EMBEDDERS, LOCAL_EMBEDDER, CachedEmbedder, VectorCache, make_embedder
 from synth.eval.index import RETRIEVERS
 from synth.eval.plots import write_plots
 from synth.eval.protocol import IngestCost, Retrieval, retrieve_all
@@ -96,7 +96,7 @@ class _Shared:
     attaches the caches under --out."""
 
     def __init__(self, settings: dict, concurrency: int, embed_model: str | None, base_url: str | None,
-                 needs_embedder: bool) -> None:
+                 needs_embedder: bool, embedder: str = "e5") -> None:
         self.settings = settings
         self.workers = concurrency
         self.llm = LLM(providers=provider_factory(timeout_s=float(settings["timeout_s"])), cache=None,
@@ -105,7 +105,7 @@ class _Shared:
         self.vectors = VectorCache(None)
         self._embedder = None
         if needs_embedder:
-            inner = make_embedder(embed_model, base_url, int(settings["embed_max_chars"]), None)
+            inner = make_embedder(embed_model, base_url, int(settings["embed_max_chars"]), None, embedder)
             self._embedder = CachedEmbedder(inner, self.vectors)
         self.loop = LoopThread()
 
@@ -129,7 +129,8 @@ class _Shared:
 
 
 def run_eval(data, system, k, answerer_provider, answerer_model, judge_provider, judge_model, base_url, embed_model,
-             offline, out, plot, limit, concurrency, console, retriever: str | None = None) -> dict:
+             offline, out, plot, limit, concurrency, console, retriever: str | None = None,
+             embedder: str | None = None) -> dict:
     """Score each system of `system` (a --system string, comma-separated, or a callable returning a MemorySystem)
     on the data at `data`. One system writes results.jsonl, summary.json (and plots) under `out`; several write
     one folder each under `out` and a side-by-side table (compare.json; --plot: compare.png). Returns the summary
@@ -141,12 +142,18 @@ def run_eval(data, system, k, answerer_provider, answerer_model, judge_provider,
     retriever = retriever or ("dense" if embed_model else settings["retriever"])
     if retriever not in RETRIEVERS:
         raise InputError(f"--retriever: '{retriever}' is not one of {', '.join(RETRIEVERS)}")
+    embedder = embedder or settings["embedder"]
+    if embedder not in EMBEDDERS:
+        raise InputError(f"--embedder: '{embedder}' is not one of {', '.join(EMBEDDERS)}")
     specs = parse_systems(system, retriever)
     eval_set = load_eval_set(Path(data))
     answerer, judge = _route(answerer_provider, answerer_model, base_url), _route(judge_provider, judge_model, base_url)
     out = Path(out)
     shared = _Shared(settings, int(concurrency or settings["concurrency"]), embed_model, base_url,
-                     any(_embeds(s) for s in specs))
+                     any(_embeds(s) for s in specs), embedder)
+    # what a run's settings.json records as its embedder: e5 keeps the name it always had ("local"), so runs made
+    # before --embedder resume; another offline embedder is "local:<kind>"; a server's model is its own name
+    embed_model = embed_model or (LOCAL_EMBEDDER if embedder == "e5" else f"{LOCAL_EMBEDDER}:{embedder}")
     summaries: dict[str, dict] = {}
     try:
         # every system is made once before anything is written: one that cannot be made stops the command here
@@ -194,7 +201,7 @@ def _run_one(spec: SystemSpec, make_system, backbone: Backbone | None, eval_set:
     out.mkdir(parents=True, exist_ok=True)
     run = {"data": str(data), "source": eval_set.source, "protocol": "offline" if offline else "online",
            "system": spec.name, "k": k, "retriever": spec.retriever,
-           "answerer": answerer.spec, "judge": judge.spec, "embed_model": (embed_model or "local") if embeds else None,
+           "answerer": answerer.spec, "judge": judge.spec, "embed_model": embed_model if embeds else None,
            "limit": limit, "context_tokens": settings["context_tokens"],
            "bootstrap_resamples": settings["bootstrap_resamples"], "bootstrap_seed": settings["bootstrap_seed"]}
     _check_identity(out, run)
