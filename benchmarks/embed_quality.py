@@ -35,15 +35,13 @@ def _ranks(scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
 
 
 def bm25_scores(docs: list[str], questions: list[str]) -> np.ndarray:
-    from synth.eval.index import BM25Index
+    from synth.eval.index import BM25Index, tokenize
 
     index = BM25Index()
     index.add(docs)
     index.prepare()
     scores = np.zeros((len(questions), len(docs)), dtype=np.float32)
     for row, question in enumerate(questions):
-        from synth.eval.index import tokenize
-
         terms = [t for t in tokenize(question) if t in index._index.vocab_dict]
         if terms:
             scores[row] = index._index.get_scores(terms)
@@ -98,7 +96,7 @@ def main() -> None:
             top10[kind, lang] = np.argsort(-scores, axis=1, kind="stable")[:, :10]
             if kind != "e5" and ("e5", lang) in top10:
                 row["e5_top10_kept"] = round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in
-                                                            zip(top10["e5", lang], top10[kind, lang])])), 3)
+                                                            zip(top10["e5", lang], top10[kind, lang], strict=True)])), 3)
             results[f"{kind}/{lang}"] = row
             print(f"{kind:5s} {lang} {json.dumps(row)}", flush=True)
     print(json.dumps({"max_chars": args.max_chars, "seed": args.seed, "results": results,

