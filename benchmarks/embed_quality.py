@@ -48,6 +48,16 @@ def bm25_scores(docs: list[str], questions: list[str]) -> np.ndarray:
     return scores
 
 
+def rrf(*score_rows: np.ndarray, k: int = 60, depth: int = 100) -> np.ndarray:
+    """Reciprocal rank fusion of several score matrices, as `flat-hybrid` fuses BM25 and dense (same constants)."""
+    fused = np.zeros_like(score_rows[0])
+    for scores in score_rows:
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+        rows = np.arange(len(scores))[:, None]
+        fused[rows, order] += 1.0 / (k + np.arange(1, order.shape[1] + 1))
+    return fused
+
+
 def embedded(kind: str, lang: str, docs: list[str], questions: list[str], cache: Path, max_chars: int) -> tuple:
     """(passage matrix, query matrix, CPU seconds and wall seconds the passages took) — from the cache if there."""
     stem = cache / f"{kind}-{max_chars}-{lang}"
@@ -69,7 +79,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--en", type=Path, required=True, help="SQuAD-layout JSON, English (SQuAD 2.0 dev)")
     parser.add_argument("--zh", type=Path, required=True, help="SQuAD-layout JSON, Chinese (CMRC 2018 dev)")
-    parser.add_argument("--embedders", default="bm25,e5,use", help="bm25 and any of synth's offline embedders")
+    parser.add_argument("--embedders", default="bm25,e5,use",
+                        help="bm25, any of synth's offline embedders, and hybrid-<embedder> (BM25 fused with it)")
     parser.add_argument("--questions", type=int, default=400, help="questions sampled per language")
     parser.add_argument("--max-chars", type=int, default=1200, help="embed_max_chars for the embedders")
     parser.add_argument("--seed", type=int, default=0)
@@ -86,6 +97,9 @@ def main() -> None:
             row: dict = {"paragraphs": len(docs), "questions": len(pairs)}
             if kind == "bm25":
                 scores = bm25_scores(docs, questions)
+            elif kind.startswith("hybrid-"):
+                matrix, queries, _, _ = embedded(kind[7:], lang, docs, questions, args.cache, args.max_chars)
+                scores = rrf(bm25_scores(docs, questions), queries @ matrix.T)
             else:
                 matrix, queries, cpu, wall = embedded(kind, lang, docs, questions, args.cache, args.max_chars)
                 scores = queries @ matrix.T
