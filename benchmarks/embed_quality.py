@@ -59,14 +59,18 @@ def rrf(*score_rows: np.ndarray, k: int = 60, depth: int = 100) -> np.ndarray:
 
 
 def embedded(kind: str, lang: str, docs: list[str], questions: list[str], cache: Path, max_chars: int) -> tuple:
-    """(passage matrix, query matrix, CPU seconds and wall seconds the passages took) — from the cache if there."""
-    stem = cache / f"{kind}-{max_chars}-{lang}"
+    """(passage matrix, query matrix, CPU seconds and wall seconds the passages took) — from the cache if there,
+    under the embedder's own name (which carries its version and cuts)."""
+    import hashlib
+
+    from synth.eval.embed import make_embedder
+    from synth.eval.run import eval_settings
+
+    embedder = make_embedder(None, None, max_chars, None, kind, int(eval_settings()["use_max_tokens"]))
+    stem = cache / f"{kind}-{lang}-{hashlib.sha256(embedder.name.encode()).hexdigest()[:12]}"
     if stem.with_suffix(".npz").is_file():
         saved = np.load(stem.with_suffix(".npz"))
         return saved["docs"], saved["queries"], float(saved["cpu"]), float(saved["wall"])
-    from synth.eval.embed import make_embedder
-
-    embedder = make_embedder(None, None, max_chars, None, kind)
     cpu, wall = time.process_time(), time.perf_counter()
     matrix = embedder.passages(docs)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall

@@ -77,9 +77,10 @@ def dense_bench(traces: list[str], count: int, queries: list[str], kind: str) ->
     from synth.eval.index import DenseIndex
     from synth.eval.run import eval_settings
 
-    max_chars = int(eval_settings()["embed_max_chars"])
+    settings = eval_settings()
+    max_chars = int(settings["embed_max_chars"])
     texts = [f"{traces[i % len(traces)]} ({i})" for i in range(count)]
-    embedder = make_embedder(None, None, max_chars, None, kind)
+    embedder = make_embedder(None, None, max_chars, None, kind, int(settings["use_max_tokens"]))
     index = DenseIndex(embedder)
     index.add(texts)
     start, cpu = time.perf_counter(), time.process_time()

@@ -188,6 +188,7 @@ class EvalSettings(Section):
     retriever: Literal["bm25", "dense", "hybrid"]
     embedder: Literal["e5", "use"]
     embed_max_chars: int = Field(ge=1)
+    use_max_tokens: int = Field(ge=2)
     rrf_k: int = Field(ge=1)
     rrf_depth: int = Field(ge=1)
     memory_max_per_trace: int = Field(ge=1)

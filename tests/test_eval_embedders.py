@@ -176,3 +176,20 @@ def test_a_run_records_its_embedder_and_a_resume_under_another_is_refused(tmp_pa
         assert db.execute("SELECT COUNT(*), MIN(dim) FROM vectors").fetchone() == (6, 512)  # USE's 512-d rows
     with pytest.raises(InputError, match="embed_model='local:use'"):
         _eval(tmp_path / "data", out, "flat-dense", "e5")
+
+
+def test_the_fast_embedder_cuts_each_text_to_its_first_tokens_keeping_the_end_token():
+    _needs("use")
+    from synth.eval.embed import UseEmbedder
+
+    capped, wide = UseEmbedder(5000, threads=1, max_tokens=64), UseEmbedder(5000, threads=1, max_tokens=10_000)
+    head = "我今天在公司加班到很晚，老板又改了需求。" * 6  # longer than the cap on its own
+    long = head + "周末和妈妈一起去菜市场买了很多新鲜蔬菜。" * 40
+    ids = capped.model.sp.encode(long, out_type=int, add_bos=True, add_eos=True)
+    full = wide.model.sp.encode(long, out_type=int, add_bos=True, add_eos=True)
+    assert len(ids) == 64 < len(full) and ids[-1] == full[-1] and ids[:63] == full[:63]
+    # the tail past the cap changes nothing for the capped embedder, and does for the uncapped one
+    tail_changed = head + "高铁晚点两个小时，到杭州已经半夜了。" * 40
+    assert capped.passages([long])[0] @ capped.passages([tail_changed])[0] > 0.999
+    assert wide.passages([long])[0] @ wide.passages([tail_changed])[0] < 0.99
+    assert capped.name != wide.name  # the cap is part of the cache key

