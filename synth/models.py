@@ -12,10 +12,11 @@ from synth.personas import BigFive  # one definition: the seed's, re-exported fo
 
 Dimension = Literal["experience", "emotion", "opinion"]
 EvidenceKind = Literal["fact", "emotion", "opinion"]
-# CloneMem's eight types, plus EverMemBench's temporal duration (made only when `[qa] types` lists it)
+# CloneMem's eight types, plus EverMemBench's temporal duration and profile (style) questions, and questions that
+# need a written and a spoken trace together (each made only when `[qa] types` lists it)
 QuestionType = Literal[
     "factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "unanswerable",
-    "temporal_duration",
+    "temporal_duration", "profile_style", "written_spoken",
 ]
 QUESTION_TYPES: tuple[str, ...] = QuestionType.__args__[:8]  # type: ignore[attr-defined]  # CloneMem's eight
 EXTRA_TYPES: tuple[str, ...] = QuestionType.__args__[8:]  # type: ignore[attr-defined]
@@ -259,6 +260,45 @@ class EvidenceRef(BaseModel):
     background: bool = False  # an unanswerable item's related background: it does not answer the question
 
 
+ProfileCell = Literal["both_right", "style_wrong", "fact_wrong", "both_wrong"]
+# EverMemBench's 2×2: (fact right, style right) per cell; exactly one option has both right
+PROFILE_CELLS: dict[str, tuple[bool, bool]] = {"both_right": (True, True), "style_wrong": (True, False),
+                                               "fact_wrong": (False, True), "both_wrong": (False, False)}
+
+
+class ProfileOption(BaseModel):
+    """One option of a profile item: its cell of the 2×2, its text, the fact it conveys in a few words, and the
+    style levels its writer claims for it (checked against the member's stored levels, synth.rules)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cell: ProfileCell
+    text: str
+    fact: str
+    style: dict[str, int]  # claimed level per chosen style dimension, 1–5
+    choice_id: str = ""  # the letter it stands at once the distractors stage arranged the options
+
+
+class Profile(BaseModel):
+    """What a `profile_style` item rests on: a member of a group, the member's stored style on the dimensions the
+    item tests (groups.jsonl), the levels the style-wrong options were asked to show, the four options of the 2×2,
+    the chat traces where the member spoke (the style's evidence), and the model-free check's findings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group_id: str
+    group_kind: str
+    member_id: str
+    member: str
+    style: dict[str, int]  # the stored levels (groups.jsonl) on the tested dimensions
+    wrong_style: dict[str, int]  # what the style-wrong options were asked to show
+    options: list[ProfileOption]
+    style_trace_ids: list[str]
+    first_problems: list[str] = []  # the model-free check on the first draft
+    problems: list[str] = []  # on the kept draft, after the re-asks (non-empty: the filter rejects the item)
+    rewrites: int = 0
+
+
 class QA(Record):
     question_type: QuestionType
     dimension: Dimension
@@ -273,6 +313,7 @@ class QA(Record):
     outline: str = ""
     counting_convention: str = ""  # temporal_duration: how the days are counted (synth.stages.qa_duration)
     timestamps_stripped: int = 0  # explicit timestamps the model-free rewrite took out of the question
+    profile: Profile | None = None  # profile_style items: the member, the stored style and the 2×2 options
 
 
 class Choice(BaseModel):

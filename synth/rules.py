@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from synth.models import CANNOT_DETERMINE, CHOICE_IDS
+from synth.models import CANNOT_DETERMINE, CHOICE_IDS, PROFILE_CELLS
 
 POSITIONS = CHOICE_IDS[:4]  # where a correct answer to an answerable question may stand
 
@@ -222,3 +222,82 @@ def strip_timestamps(question: str) -> tuple[str, int]:
         return question, 0
     text = re.sub(r"\s+([,.;:?!，。？！])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
     return text, count
+
+
+# ------------------------------------------------------------------------------ profile items (EverMemBench 2×2)
+
+# A style-right option claims each tested level within STYLE_TOLERANCE of the member's stored one; a style-wrong
+# option claims each at least STYLE_GAP away. Fact-right options convey the same fact (word overlap ≥ FACT_OVERLAP),
+# fact-wrong ones another (overlap with the key's fact below it).
+STYLE_TOLERANCE = 1
+STYLE_GAP = 2
+FACT_OVERLAP = 0.5
+_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B50\u2764]")
+
+
+def emoji_count(text: str) -> int:
+    return len(_EMOJI.findall(str(text)))
+
+
+def _overlap(a: str, b: str) -> float:
+    x, y = option_words(a), option_words(b)
+    return len(x & y) / len(x | y) if x | y else 0.0
+
+
+def profile_problems(profile: dict, correct: str | None = None) -> list[str]:
+    """The model-free check of a profile item (a `profile` record as a dict): the four options are the four cells
+    of the 2×2, each once; each option's claimed style agrees with its cell against the stored levels (right: every
+    tested level within STYLE_TOLERANCE; wrong: every one at least STYLE_GAP away); a claimed emoji level agrees
+    with the text (high: an emoji in it, low: none); the fact-right options convey the key's fact and the
+    fact-wrong ones do not. With `correct` (the arranged item), exactly one option — the both-right one — stands
+    at the correct letter, each option at its own letter."""
+    stored = {k: v for k, v in (profile.get("style") or {}).items() if isinstance(v, int)}
+    options = [o for o in profile.get("options") or [] if isinstance(o, dict)]
+    cells = [o.get("cell") for o in options]
+    if sorted(map(str, cells)) != sorted(PROFILE_CELLS):
+        return [f"the options' cells are {cells}; the 2×2 needs each of {sorted(PROFILE_CELLS)} once"]
+    if not stored:
+        return ["no stored style levels to check the options against"]
+    problems: list[str] = []
+    by_cell = {o["cell"]: o for o in options}
+    key_fact = str(by_cell["both_right"].get("fact", ""))
+    for option in options:
+        cell = option["cell"]
+        fact_right, style_right = PROFILE_CELLS[cell]
+        claims = option.get("style") or {}
+        for dim, level in stored.items():
+            claim = claims.get(dim)
+            if not isinstance(claim, int):
+                problems.append(f"{cell}: no claimed {dim} level")
+            elif style_right and abs(claim - level) > STYLE_TOLERANCE:
+                problems.append(f"{cell}: claims {dim} {claim}, the member's stored level is {level}")
+            elif not style_right and abs(claim - level) < STYLE_GAP:
+                problems.append(f"{cell}: claims {dim} {claim}, too close to the stored {level} for a wrong style")
+        emoji = claims.get("emoji")
+        if "emoji" in stored and isinstance(emoji, int):
+            found = emoji_count(option.get("text", ""))
+            if emoji >= 4 and not found:
+                problems.append(f"{cell}: claims emoji {emoji} but its text has none")
+            elif emoji <= 2 and found:
+                problems.append(f"{cell}: claims emoji {emoji} but its text has {found}")
+        if cell != "both_right":
+            alike = _overlap(str(option.get("fact", "")), key_fact)
+            if fact_right and alike < FACT_OVERLAP:
+                problems.append(f"{cell}: its fact should be the key's (word overlap {alike:.2f} < {FACT_OVERLAP:g})")
+            elif not fact_right and alike >= FACT_OVERLAP:
+                problems.append(f"{cell}: its fact should differ from the key's (word overlap {alike:.2f})")
+    if correct is not None:
+        letters = [o.get("choice_id") for o in options]
+        if len(set(letters)) != 4 or not set(letters) <= set(POSITIONS):
+            problems.append(f"the options stand at {letters}, not at four distinct letters of A–D")
+        if by_cell["both_right"].get("choice_id") != correct:
+            problems.append(f"the both-right option stands at {by_cell['both_right'].get('choice_id')!r}, the key is "
+                            f"{correct!r}")
+    return problems
+
+
+def profile_text_problems(profile: dict, choices: Iterable[tuple[str, str]]) -> list[str]:
+    """Each arranged option's text is the text of its cell (the letters recorded on the profile are the item's)."""
+    texts = {cid: text for cid, text in choices}
+    return [f"{o.get('cell')}: the text at {o.get('choice_id')} is not this option's"
+            for o in profile.get("options") or [] if isinstance(o, dict) and texts.get(o.get("choice_id")) != o.get("text")]

@@ -128,6 +128,10 @@ class QASettings(Section):
     max_answer_chars: dict[Literal["en", "zh"], int]
     duration_min_days: int = Field(ge=1)  # temporal_duration: the two moments are at least this many days apart
     duration_unit: dict[Literal["en", "zh"], str]  # its answer: "<days> <unit>"
+    profile_min_days: int = Field(ge=1)  # profile_style: a member who spoke on at least this many chat days
+    profile_dimensions: int = Field(ge=1, le=8)  # the member's most marked style dimensions an item tests
+    profile_lines: int = Field(ge=1)  # the member's lines (newest first) the writer sees as the style's evidence
+    profile_rewrites: int = Field(ge=0)  # re-asks showing the model-free 2×2 check's problems
 
 
 class DistractorsSettings(Section):

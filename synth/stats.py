@@ -112,6 +112,22 @@ def blind_accuracy(items: Iterable[FinalItem]) -> dict:
 
 # ------------------------------------------------------------------------------------------- dataset view
 
+def profile_rates(items: Sequence[FinalItem]) -> dict:
+    """The profile items' model-free 2×2 check (synth.rules.profile_problems): the share whose first draft failed
+    it, the share still failing after the re-asks, the re-asks made, and the share of profile items kept."""
+    profiled = [i for i in items if i.profile is not None]
+    n = len(profiled)
+    if not n:
+        return {"items": 0}
+    return {
+        "items": n,
+        "first_draft_fail_rate": round(sum(bool(i.profile.first_problems) for i in profiled) / n, 4),
+        "fail_rate": round(sum(bool(i.profile.problems) for i in profiled) / n, 4),
+        "rewrites": sum(i.profile.rewrites for i in profiled),
+        "kept_rate": round(sum(not isinstance(i, Rejected) for i in profiled) / n, 4),
+    }
+
+
 def _read(path: Path, model):
     return read_records(path, model) if path.is_file() else []
 
@@ -168,6 +184,7 @@ def collect(out: Path) -> dict:
         "life": life,
         "rejected_by_filter": dict(Counter(r.filter for r in rejected).most_common()),
         "spoken_validation": {"group_chat": validation_rates(chats), "lifelog": validation_rates(dialogues)},
+        "profile_check": profile_rates([*final, *rejected]),
         # LifeDialBench's rewrite: the share of generated items whose question had explicit timestamps taken out
         "timestamp_rewrite_rate": round(sum(i.timestamps_stripped > 0 for i in [*final, *rejected])
                                         / max(1, len(final) + len(rejected)), 4),
@@ -286,6 +303,12 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
                 f"{rates['rule_fail_rate']:.1%}, failed a judge level (2–4) {rates['judge_fail_rate']:.1%}; "
                 f"fixed by repair {rates['repaired_rate']:.1%}, still flagged {rates['flagged_rate']:.1%} "
                 f"(repeats a similar event {rates['repeated_rate']:.1%}); {rates['repairs']} repairs", highlight=False)
+    if data["profile_check"]["items"]:
+        rates = data["profile_check"]
+        console.print(
+            f"profile items (fact × style 2×2, model-free check): {rates['items']}; first draft failed the check "
+            f"{rates['first_draft_fail_rate']:.1%}, still failing after {rates['rewrites']} re-asks "
+            f"{rates['fail_rate']:.1%}; kept by the filters {rates['kept_rate']:.1%}", highlight=False)
     console.print(
         f"final items: blind accuracy {data['blind_accuracy']:.1%} over {data['blind_picks']} no-context picks "
         f"({data['blind_accuracy_answerable']:.1%} on answerable; chance is 20%) · "

@@ -272,7 +272,8 @@ class PersonaCheck:
         people |= {p["id"] for _, p in self.each("people.jsonl") if p.get("kind") == "person"}
         for name, record in self.each("groups.jsonl"):
             for member in dict_list(record.get("members")):
-                if self.persona and member.get("person_id") not in people:
+                # a stage's input check that does not read the registry cannot tell (those introduced later)
+                if self.persona and (self.has("people.jsonl") or not self.partial) and member.get("person_id") not in people:
                     self.flag(name, record, f"members: '{member.get('person_id')}' is neither the persona nor in "
                                             "its registry")
         groups = self.by_id.get("groups.jsonl", {})
@@ -505,6 +506,30 @@ class PersonaCheck:
             for problem in rules.shape_problems(choices, record.get("correct_choice_id"),
                                                 str(record.get("question_type")), language):
                 self.flag(name, record, problem)
+            profile = record.get("profile")
+            if isinstance(profile, dict) and record.get("question_type") == "profile_style":
+                self.check_profile(name, record, profile, choices)
+
+    def check_profile(self, name: str, record: dict, profile: dict, choices: list) -> None:
+        """A profile item: its member and stored levels are those of groups.jsonl; its style traces exist; a kept
+        item passes the model-free 2×2 check where its options stand."""
+        group = self.by_id.get("groups.jsonl", {}).get(profile.get("group_id"))
+        if group is None:
+            self.flag(name, record, f"profile.group_id: dangling id {profile.get('group_id')!r} (not in groups.jsonl)")
+            return
+        member = next((m for m in dict_list(group.get("members")) if m.get("person_id") == profile.get("member_id")), None)
+        if member is None:
+            self.flag(name, record, f"profile.member_id: {profile.get('member_id')!r} is not a member of the group")
+            return
+        stored = member.get("style") or {}
+        for dim, level in (profile.get("style") or {}).items():
+            if stored.get(dim) != level:
+                self.flag(name, record, f"profile.style: {dim} {level}, groups.jsonl stores {stored.get(dim)}")
+        self.refs(name, record, "profile.style_trace_ids", id_list(profile.get("style_trace_ids")), "traces.jsonl")
+        if name == "final.jsonl":
+            for problem in [*rules.profile_problems(profile, record.get("correct_choice_id")),
+                            *rules.profile_text_problems(profile, choices)]:
+                self.flag(name, record, f"profile: {problem}")
 
 
 def _needed_traces(record: dict) -> list[str]:

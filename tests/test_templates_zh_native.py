@@ -34,6 +34,8 @@ FIELD_NAMES = {
     # group chats and lifelog dialogue (issue 17)
     "speaker", "text", "open_items", "second", "completion_ok", "logic_ok", "style_ok", "problems",
     "only_answer",
+    # the profile family's 2×2 options (issue 17)
+    "fact", "style", "both_right", "style_wrong", "fact_wrong", "both_wrong",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
@@ -144,6 +146,13 @@ def _qa(name: str, question_type: str) -> dict | None:
         "qa_duration.j2": {**common, "arc": ARC_RECORDS[0], "question_time": "2023-02-08T20:00", "days": 5,
                            "convention": "calendar_days_between",
                            "moments": [{"statement": "周会上她让每个人先说自己的困难。", "traces": TRACES[:1]}] * 2},
+        "qa_profile.j2": {**common, "group_kind": "family", "member": "周建国", "is_self": False, "role": "丈夫",
+                          "dimensions": [{"name": "emoji", "level": 5, "wrong": 1},
+                                         {"name": "formality", "level": 2, "wrong": 4}],
+                          "lines": ["[2023-02-06, 10:00:00] 周建国：周会怎么样？😀"],
+                          "anchor": "[2023-02-06, 10:00:00] 周建国：周会怎么样？😀",
+                          "statement": "周会上她让每个人先说自己的困难。", "question_time": "2023-02-08T20:00",
+                          "max_answer_chars": 120, "problems": ["第 1 个选项的风格与此人不符"]},
         "qa_write.j2": {**common, **window, "traces": TRACES, "temporal_scope": "二月上旬。", "outline": "她的变化。",
                         "absent_topic": "奖金数额", "question_time": "2023-02-08T20:00", "max_answer_chars": 120},
         "distractors_write.j2": {**common, **QUESTION, "dimension": "opinion", "answer": "我更愿意先听。",

@@ -91,6 +91,23 @@ def arrange(qa: QA, distractors: list[str], language: str, position: int) -> tup
     return [Choice(id=cid, text=text) for cid, text in zip(CHOICE_IDS, texts, strict=False)], correct
 
 
+def arrange_profile(qa: QA, language: str, position: int) -> tuple[list[Choice], str, QA]:
+    """A profile item's options are its 2×2 (written with the item, not by the distractor writer): the both-right
+    option at its seeded position, the other three cells in an order drawn from the item's id, E last. The letters
+    are recorded on the item's profile, so the filter and `synth validate` can check each cell where it stands."""
+    assert qa.profile is not None
+    others = sorted((o for o in qa.profile.options if o.cell != "both_right"),
+                    key=lambda o: content_hash([qa.id, o.cell]))
+    key = next(o for o in qa.profile.options if o.cell == "both_right")
+    ordered = [*others[:position], key, *others[position:]]
+    letters = {o.cell: cid for o, cid in zip(ordered, CHOICE_IDS, strict=False)}
+    choices = [Choice(id=cid, text=o.text) for o, cid in zip(ordered, CHOICE_IDS, strict=False)]
+    choices.append(Choice(id="E", text=CANNOT_DETERMINE[language]))
+    options = [o.model_copy(update={"choice_id": letters[o.cell]}) for o in qa.profile.options]
+    placed = qa.model_copy(update={"profile": qa.profile.model_copy(update={"options": options})})
+    return choices, CHOICE_IDS[position], placed
+
+
 def options_of(choices: list[Choice]) -> dict[str, str]:
     return {c.id: c.text for c in choices}
 
@@ -219,6 +236,10 @@ class Refiner:
         return self._related.before(qa.question, qa.question_time, self.section.related_traces)
 
     async def refine(self, qa: QA) -> Records:
+        if qa.profile is not None:  # its options are the 2×2 written with it: judged once, never rewritten
+            choices, correct, qa = arrange_profile(qa, self.ctx.language, self.positions.get(qa.id, 0))
+            verdict = await self.judge(qa, choices, correct, 1)
+            return {"mcq.jsonl": [build_mcq(qa, choices, correct, [verdict])]}
         history: list[RefinementRound] = []
         feedback: list[dict] = []
         choices, correct = [], "E"
@@ -239,17 +260,22 @@ class Refiner:
                                      max_tokens=answer_tokens(self.ctx, write_tokens(qa, language)))
         texts = [d.text.strip() for d in written.distractors]
         choices, correct = arrange(qa, texts, language, self.positions.get(qa.id, 0))
+        return choices, correct, await self.judge(qa, choices, correct, number)
+
+    async def judge(self, qa: QA, choices: list[Choice], correct: str, number: int) -> RefinementRound:
+        """One arrangement through the model-free guard, the no-context validator and the verify judge."""
+        language = self.ctx.language
         found = code_guard(qa, choices, correct, language, self.section, qa.id in self.may_be_longest)
         if found:
-            return choices, correct, guarded_round(number, found)
+            return guarded_round(number, found)
         judged = judged_round(number, await self.ctx.ask("distractors_validate", "distractors_validate.j2",
                                                          validate_variables(qa, choices), Verdict), correct)
         if judged.too_easy or not self.section.verify:
-            return choices, correct, judged
+            return judged
         support = await self.ctx.ask("distractors_verify", "distractors_verify.j2",
                                      verify_variables(qa, choices, correct, self.traces, self.shown_traces(qa),
                                                       self.section), Support)
-        return choices, correct, verified_round(judged, support)
+        return verified_round(judged, support)
 
 
 async def run(ctx: StageContext) -> None:

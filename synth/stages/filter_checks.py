@@ -158,3 +158,15 @@ def centrality_problem(item: MCQ, margin: float) -> str:
         return (f"the correct option is the most central (mean word overlap {lead:+.2f} above the next option): "
                 "the distractors read as variations of it")
     return ""
+
+
+def profile_problem(item: MCQ) -> str:
+    """EverMemBench's 2×2, model-free (synth.rules.profile_problems): each option's cell, claimed style and fact,
+    the both-right option at the key's letter, each option's text where its letter says."""
+    if item.question_type != "profile_style":
+        return ""
+    if item.profile is None:
+        return "a profile item without its profile record"
+    profile = item.profile.model_dump()
+    found = [*rules.profile_problems(profile, item.correct_choice_id), *rules.profile_text_problems(profile, _choices(item))]
+    return "" if not found else found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")

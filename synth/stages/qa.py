@@ -15,6 +15,7 @@ from synth.settings import QASettings
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import trace_excerpts
 from synth.stages.qa_duration import duration_items
+from synth.stages.qa_profile import profile_items
 from synth.windows import (
     MIN_DAYS,
     MIN_EVIDENCE,
@@ -329,7 +330,9 @@ async def run(ctx: StageContext) -> dict[str, list]:
     await ctx.units([(write_key(p, s), partial(planner.write, p, s)) for p, s in chosen])
     durations = await duration_items(ctx, planner.arc_items, planner.arc_by_id, planner.common, planner.traces,
                                      planner.last_day, HOURS)
-    items = [qa for p, s in chosen for qa in ctx.done_records(write_key(p, s), "qa.jsonl", QA) or []] + durations
+    profiles = await profile_items(ctx, planner.common, planner.arc_by_id, planner.last_day, HOURS)
+    items = [qa for p, s in chosen for qa in ctx.done_records(write_key(p, s), "qa.jsonl", QA) or []]
+    items += durations + profiles
     return {"qa.jsonl": [without_timestamps(qa) for qa in items]}
 
 
@@ -345,8 +348,9 @@ STAGE = Stage(
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "events.jsonl", "evidence.jsonl",
            "traces.jsonl"),
     writes=("qa.jsonl",),
-    templates=("qa_plan.j2", "qa_write.j2", "qa_duration.j2"),
+    templates=("qa_plan.j2", "qa_write.j2", "qa_duration.j2", "qa_profile.j2"),
     tasks=("qa_plan", "qa_write"),
     body=run,
+    optional_reads=("groups.jsonl", "chats.jsonl"),  # profile_style items, when the persona has group chats
     help="Sliding-window trajectory segments per life arc → plan → question and first-person answer.",
 )

@@ -68,14 +68,20 @@ def duration_pairs(arc_items: dict[str, list[SegmentEvidence]], count: int, min_
     return chosen
 
 
-def asked_at(pair: DurationPair, max_delay_days: int, hours: tuple[int, int], last_day: dt.date) -> dt.datetime:
-    """After the second moment's first trace: a seeded delay of 0..max_delay_days days at a waking hour, by
-    `last_day`, never before that trace."""
-    base = pair.second.time
-    seed = int.from_bytes(_rank(pair.first.evidence_id, pair.second.evidence_id)[:8], "big")
+def seeded_time(base: dt.datetime, key: Sequence[str], max_delay_days: int, hours: tuple[int, int],
+                last_day: dt.date) -> dt.datetime:
+    """A question time after `base` (the newest trace a code-picked item needs): a delay of 0..max_delay_days days
+    at a waking hour, both drawn from `key`'s hash, by `last_day`, never before `base`."""
+    seed = int.from_bytes(_rank(*key)[:8], "big")
     day = min(base.date() + dt.timedelta(days=seed % (max_delay_days + 1)), max(last_day, base.date()))
     asked = dt.datetime.combine(day, dt.time(hours[0] + seed // 7 % (hours[1] - hours[0] + 1)), tzinfo=base.tzinfo)
     return max(asked, base + dt.timedelta(minutes=1))
+
+
+def asked_at(pair: DurationPair, max_delay_days: int, hours: tuple[int, int], last_day: dt.date) -> dt.datetime:
+    """After the second moment's first trace."""
+    return seeded_time(pair.second.time, (pair.first.evidence_id, pair.second.evidence_id), max_delay_days, hours,
+                       last_day)
 
 
 def build_item(pair: DurationPair, arc: LifeArc, question: str, asked: dt.datetime, unit: str, persona_id: str) -> QA:
