@@ -244,6 +244,48 @@ def _overlap(a: str, b: str) -> float:
     return len(x & y) / len(x | y) if x | y else 0.0
 
 
+def _style_problems(cell: str, claims: dict, stored: dict[str, int], text: str) -> list[str]:
+    """One option's claimed levels against the stored ones, as its cell wants them, and its emoji claim against its
+    text."""
+    style_right = PROFILE_CELLS[cell][1]
+    problems = []
+    for dim, level in stored.items():
+        claim = claims.get(dim)
+        if not isinstance(claim, int):
+            problems.append(f"{cell}: no claimed {dim} level")
+        elif style_right and abs(claim - level) > STYLE_TOLERANCE:
+            problems.append(f"{cell}: claims {dim} {claim}, the member's stored level is {level}")
+        elif not style_right and abs(claim - level) < STYLE_GAP:
+            problems.append(f"{cell}: claims {dim} {claim}, too close to the stored {level} for a wrong style")
+    emoji, found = claims.get("emoji"), emoji_count(text)
+    if "emoji" in stored and isinstance(emoji, int):
+        if emoji >= 4 and not found:
+            problems.append(f"{cell}: claims emoji {emoji} but its text has none")
+        elif emoji <= 2 and found:
+            problems.append(f"{cell}: claims emoji {emoji} but its text has {found}")
+    return problems
+
+
+def _fact_problem(cell: str, fact: str, key_fact: str) -> str:
+    alike = _overlap(fact, key_fact)
+    if PROFILE_CELLS[cell][0] and alike < FACT_OVERLAP:
+        return f"{cell}: its fact should be the key's (word overlap {alike:.2f} < {FACT_OVERLAP:g})"
+    if not PROFILE_CELLS[cell][0] and alike >= FACT_OVERLAP:
+        return f"{cell}: its fact should differ from the key's (word overlap {alike:.2f})"
+    return ""
+
+
+def _placement_problems(by_cell: dict[str, dict], correct: str) -> list[str]:
+    letters = [o.get("choice_id") for o in by_cell.values()]
+    problems = []
+    if len(set(letters)) != 4 or not set(letters) <= set(POSITIONS):
+        problems.append(f"the options stand at {letters}, not at four distinct letters of A–D")
+    if by_cell["both_right"].get("choice_id") != correct:
+        problems.append(f"the both-right option stands at {by_cell['both_right'].get('choice_id')!r}, the key is "
+                        f"{correct!r}")
+    return problems
+
+
 def profile_problems(profile: dict, correct: str | None = None) -> list[str]:
     """The model-free check of a profile item (a `profile` record as a dict): the four options are the four cells
     of the 2×2, each once; each option's claimed style agrees with its cell against the stored levels (right: every
@@ -258,42 +300,15 @@ def profile_problems(profile: dict, correct: str | None = None) -> list[str]:
         return [f"the options' cells are {cells}; the 2×2 needs each of {sorted(PROFILE_CELLS)} once"]
     if not stored:
         return ["no stored style levels to check the options against"]
-    problems: list[str] = []
     by_cell = {o["cell"]: o for o in options}
     key_fact = str(by_cell["both_right"].get("fact", ""))
+    problems: list[str] = []
     for option in options:
         cell = option["cell"]
-        fact_right, style_right = PROFILE_CELLS[cell]
-        claims = option.get("style") or {}
-        for dim, level in stored.items():
-            claim = claims.get(dim)
-            if not isinstance(claim, int):
-                problems.append(f"{cell}: no claimed {dim} level")
-            elif style_right and abs(claim - level) > STYLE_TOLERANCE:
-                problems.append(f"{cell}: claims {dim} {claim}, the member's stored level is {level}")
-            elif not style_right and abs(claim - level) < STYLE_GAP:
-                problems.append(f"{cell}: claims {dim} {claim}, too close to the stored {level} for a wrong style")
-        emoji = claims.get("emoji")
-        if "emoji" in stored and isinstance(emoji, int):
-            found = emoji_count(option.get("text", ""))
-            if emoji >= 4 and not found:
-                problems.append(f"{cell}: claims emoji {emoji} but its text has none")
-            elif emoji <= 2 and found:
-                problems.append(f"{cell}: claims emoji {emoji} but its text has {found}")
-        if cell != "both_right":
-            alike = _overlap(str(option.get("fact", "")), key_fact)
-            if fact_right and alike < FACT_OVERLAP:
-                problems.append(f"{cell}: its fact should be the key's (word overlap {alike:.2f} < {FACT_OVERLAP:g})")
-            elif not fact_right and alike >= FACT_OVERLAP:
-                problems.append(f"{cell}: its fact should differ from the key's (word overlap {alike:.2f})")
-    if correct is not None:
-        letters = [o.get("choice_id") for o in options]
-        if len(set(letters)) != 4 or not set(letters) <= set(POSITIONS):
-            problems.append(f"the options stand at {letters}, not at four distinct letters of A–D")
-        if by_cell["both_right"].get("choice_id") != correct:
-            problems.append(f"the both-right option stands at {by_cell['both_right'].get('choice_id')!r}, the key is "
-                            f"{correct!r}")
-    return problems
+        problems += _style_problems(cell, option.get("style") or {}, stored, str(option.get("text", "")))
+        if cell != "both_right" and (found := _fact_problem(cell, str(option.get("fact", "")), key_fact)):
+            problems.append(found)
+    return problems + (_placement_problems(by_cell, correct) if correct is not None else [])
 
 
 def profile_text_problems(profile: dict, choices: Iterable[tuple[str, str]]) -> list[str]:

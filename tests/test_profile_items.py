@@ -13,7 +13,7 @@ from synth import rules, stats
 from synth.jsonl import read_records
 from synth.models import FILES, ChatDay, Group, GroupMember, SpokenCheck, Utterance
 from synth.pipeline import open_session, run_stages
-from synth.stages.qa_profile import profile_anchors, marked_dimensions, wrong_level
+from synth.stages.qa_profile import marked_dimensions, profile_anchors, wrong_level
 from synth.validate import validate_dataset
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field, create_model
 from synth import rules
 from synth.models import (
     PROFILE_CELLS,
-    STYLE_DIMENSIONS,
     QA,
+    STYLE_DIMENSIONS,
     ChatDay,
     EvidenceRef,
     Group,
