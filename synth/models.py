@@ -178,6 +178,8 @@ class Trace(Record):
     reasons: str = ""  # the planner's reasons for the medium (never shown to the writer)
 
 
+# the media of spoken traces (a chat day, a lifelog dialogue); every other medium is written
+SPOKEN_MEDIA = ("group_chat", "lifelog_dialogue")
 STYLE_DIMENSIONS = ("formality", "verbosity", "humour", "jargon", "emoji", "directness", "warmth", "questioning")
 
 

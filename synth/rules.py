@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from synth.models import CANNOT_DETERMINE, CHOICE_IDS, PROFILE_CELLS
+from synth.models import CANNOT_DETERMINE, CHOICE_IDS, PROFILE_CELLS, SPOKEN_MEDIA
 
 POSITIONS = CHOICE_IDS[:4]  # where a correct answer to an answerable question may stand
 
@@ -316,3 +316,19 @@ def profile_text_problems(profile: dict, choices: Iterable[tuple[str, str]]) -> 
     texts = {cid: text for cid, text in choices}
     return [f"{o.get('cell')}: the text at {o.get('choice_id')} is not this option's"
             for o in profile.get("options") or [] if isinstance(o, dict) and texts.get(o.get("choice_id")) != o.get("text")]
+
+
+# ------------------------------------------------------------------------------ written and spoken together
+
+def is_spoken(medium: str) -> bool:
+    return medium in SPOKEN_MEDIA
+
+
+def medium_span_problem(media: Iterable[str]) -> str:
+    """A `written_spoken` item's needed traces (their media) must include a spoken and a written one."""
+    found = list(media)
+    if not any(is_spoken(m) for m in found):
+        return f"its traces ({', '.join(sorted(set(found))) or 'none'}) include no spoken one"
+    if all(is_spoken(m) for m in found):
+        return f"its traces ({', '.join(sorted(set(found)))}) include no written one"
+    return ""

@@ -9,12 +9,11 @@ import re
 from collections.abc import Iterable, Sequence
 
 from synth.llm.fake import estimate_tokens
-from synth.models import ChatDay, Event, Group, LifelogDialogue, Trace, Utterance, mint_id
+from synth.models import SPOKEN_MEDIA, ChatDay, Event, Group, LifelogDialogue, Trace, Utterance, mint_id
 
 # each spoken source: the stage that writes it and its files
 SPOKEN_FILES = {"group_chat": ("chats", ("groups.jsonl", "chats.jsonl")), "lifelog": ("lifelog", ("lifelog.jsonl",))}
-GROUP_CHAT = "group_chat"
-LIFELOG = "lifelog_dialogue"
+GROUP_CHAT, LIFELOG = SPOKEN_MEDIA
 _ID_LIKE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _WORD = re.compile(r"[\u4e00-\u9fff]|[^\W_]+", re.U)
 

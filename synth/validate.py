@@ -97,6 +97,7 @@ class PersonaCheck:
                       self.check_major_event_order, self.check_arc_alignment, self.check_snapshot_chain,
                       self.check_arc_phases,
                       self.check_evidence_carried, self.check_causality, self.check_mcq_shape,
+                      self.check_medium_span,
                       self.check_translations):
             self.kind = check.__name__.removeprefix("check_")
             check()
@@ -509,6 +510,15 @@ class PersonaCheck:
             profile = record.get("profile")
             if isinstance(profile, dict) and record.get("question_type") == "profile_style":
                 self.check_profile(name, record, profile, choices)
+
+    def check_medium_span(self) -> None:
+        """A written_spoken item rests on a spoken and a written trace."""
+        traces = self.by_id.get("traces.jsonl", {})
+        for name, record in self.each(*QUESTION_FILES):
+            if record.get("question_type") == "written_spoken" and name != "rejected.jsonl":
+                media = [traces[t].get("medium", "") for t in _needed_traces(record) if t in traces]
+                if problem := rules.medium_span_problem(media):
+                    self.flag(name, record, f"written_spoken: {problem}")
 
     def check_profile(self, name: str, record: dict, profile: dict, choices: list) -> None:
         """A profile item: its member and stored levels are those of groups.jsonl; its style traces exist; a kept

@@ -26,6 +26,7 @@ from synth.stages.filter_checks import (  # noqa: F401  (re-exported: tests and 
     duplicate_problem,
     format_problem,
     length_problem,
+    medium_span_check,
     needed_traces,
     profile_problem,
     similarity,
@@ -40,7 +41,7 @@ from synth.stats import (
 )
 
 # The order in which filters are named; an item's rejection names the first that failed.
-FILTERS = ("format", "profile_2x2", "dated_question", "multi_point_span", "single_answer", "sufficiency", "unique", "single_point",
+FILTERS = ("format", "profile_2x2", "medium_span", "dated_question", "multi_point_span", "single_answer", "sufficiency", "unique", "single_point",
            "inference_grounding", "blind", "length", "centrality", "temporal", "duplicate", "cross_type_duplicate", "human_review")
 REVIEW_FILE = "review_verdicts.jsonl"  # written by `synth review --import`; human rejections survive a re-run
 
@@ -338,7 +339,8 @@ def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review
         return [("format", format_reason)]
     assert checked is not None, f"{item.id}: a well-formed item is decided only after its model checks"
     return [
-        ("format", ""), ("profile_2x2", profile_problem(item)), ("dated_question", dated_question_problem(item)),
+        ("format", ""), ("profile_2x2", profile_problem(item)),
+        ("medium_span", medium_span_check(item, traces)), ("dated_question", dated_question_problem(item)),
         ("multi_point_span", span_problem(item, traces, section.min_span_days)),
         ("single_answer", single_answer_problem(item)), ("sufficiency", support_problem(checked)),
         ("unique", unique_problem(checked)),

@@ -12,7 +12,8 @@ from synth import rules
 from synth.models import MCQ, Trace
 from synth.stats import answerable, distractor_texts, option_text
 
-MULTI_POINT = ("comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "temporal_duration")
+MULTI_POINT = ("comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "temporal_duration",
+               "written_spoken")
 SPANNING = ("comparison", "trajectory")  # their evidence must also span min_span_days over two or more traces
 
 
@@ -170,3 +171,10 @@ def profile_problem(item: MCQ) -> str:
     profile = item.profile.model_dump()
     found = [*rules.profile_problems(profile, item.correct_choice_id), *rules.profile_text_problems(profile, _choices(item))]
     return "" if not found else found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+
+
+def medium_span_check(item: MCQ, traces: dict[str, Trace]) -> str:
+    """A `written_spoken` item needs a spoken and a written trace: its needed traces must include both."""
+    if item.question_type != "written_spoken":
+        return ""
+    return rules.medium_span_problem(traces[t].medium for t in needed_traces(item) if t in traces)

@@ -15,6 +15,7 @@ from synth.settings import QASettings
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import trace_excerpts
 from synth.stages.qa_duration import duration_items
+from synth.stages.qa_mixed import mixed_items
 from synth.stages.qa_profile import profile_items
 from synth.windows import (
     MIN_DAYS,
@@ -331,8 +332,9 @@ async def run(ctx: StageContext) -> dict[str, list]:
     durations = await duration_items(ctx, planner.arc_items, planner.arc_by_id, planner.common, planner.traces,
                                      planner.last_day, HOURS)
     profiles = await profile_items(ctx, planner.common, planner.arc_by_id, planner.last_day, HOURS)
+    mixed = await mixed_items(ctx, planner.common, planner.arc_by_id, planner.last_day, HOURS, write_model)
     items = [qa for p, s in chosen for qa in ctx.done_records(write_key(p, s), "qa.jsonl", QA) or []]
-    items += durations + profiles
+    items += durations + profiles + mixed
     return {"qa.jsonl": [without_timestamps(qa) for qa in items]}
 
 
@@ -348,7 +350,7 @@ STAGE = Stage(
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "events.jsonl", "evidence.jsonl",
            "traces.jsonl"),
     writes=("qa.jsonl",),
-    templates=("qa_plan.j2", "qa_write.j2", "qa_duration.j2", "qa_profile.j2"),
+    templates=("qa_plan.j2", "qa_write.j2", "qa_duration.j2", "qa_profile.j2", "qa_mixed.j2"),
     tasks=("qa_plan", "qa_write"),
     body=run,
     optional_reads=("groups.jsonl", "chats.jsonl"),  # profile_style items, when the persona has group chats
