@@ -251,6 +251,38 @@ class LifelogDialogue(Record):
     lines: list[Utterance]
     similar_event_ids: list[str] = []  # the top-5 most similar earlier events the repetition check compared with
     check: SpokenCheck
+    plan_day_id: str = ""  # the lifelog plan's day this dialogue's narrative comes from (lifelog_plan.jsonl)
+
+
+class AgendaItem(BaseModel):
+    """One line of a day's agenda in the lifelog plan: when (minute of the day), what kind, what; an item that is
+    one of the day's events names it (`event_id`, mapped back from an enum)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    minute: int
+    kind: Literal["work", "routine", "leisure", "social", "errand", "event"]
+    text: str
+    event_id: str = ""
+
+
+class LifelogPlan(Record):
+    """One node of the lifelog's year → month → week → day plan (LifeDialBench's top-down refinement), on the real
+    calendar. `event_ids` are the persona's events inside its range (code); `key_event_ids` those its summary
+    builds on (the model's pick, by enum); a day carries its agenda and calendar; `check` holds the model-free
+    parent–child consistency problems (and repetition) with the re-asks made."""
+
+    level: Literal["year", "month", "week", "day"]
+    parent_id: str = ""
+    start: dt.date
+    end: dt.date
+    summary: str
+    themes: list[str] = []
+    event_ids: list[str]
+    key_event_ids: list[str] = []
+    agenda: list[AgendaItem] = []
+    calendar: dict = {}  # a day: weekday (Monday 0), weekend, holidays; a longer range: its rest days and holidays
+    check: SpokenCheck
 
 
 class EvidenceRef(BaseModel):
@@ -429,6 +461,7 @@ FILES: dict[str, type[Record]] = {
     "groups.jsonl": Group,
     "chats.jsonl": ChatDay,
     "lifelog.jsonl": LifelogDialogue,
+    "lifelog_plan.jsonl": LifelogPlan,
     "traces.jsonl": Trace,
     "qa.jsonl": QA,
     "mcq.jsonl": MCQ,

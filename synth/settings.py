@@ -106,6 +106,9 @@ class LifelogSettings(Section):
     similar_events: int = Field(ge=0)  # the repetition check compares with this many most similar earlier events
     repetition_threshold: float = Field(ge=0, le=1)  # word-overlap similarity above which a dialogue repeats one
     bystander: dict[Literal["en", "zh"], str]  # the speaker label of a stranger overheard
+    plan: bool  # LifeDialBench's year → month → week → day plan before the dialogues (lifelog_plan.jsonl)
+    plan_max_items: int = Field(ge=1)  # a day's agenda has at most this many items
+    plan_event_slack_minutes: int = Field(ge=0)  # an event's agenda item may be this far from the event's time
 
     @model_validator(mode="after")
     def _range(self) -> "LifelogSettings":

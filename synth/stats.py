@@ -19,6 +19,7 @@ from synth.models import (
     Event,
     FinalItem,
     LifelogDialogue,
+    LifelogPlan,
     MajorEvent,
     Person,
     Persona,
@@ -153,6 +154,7 @@ def collect(out: Path) -> dict:
     personas = {}
     chats: list[ChatDay] = []
     dialogues: list[LifelogDialogue] = []
+    plan: list[LifelogPlan] = []
     for directory in persona_dirs(out):
         persona = _read(directory / "persona.jsonl", Persona)
         traces = _read(directory / "traces.jsonl", Trace)
@@ -165,6 +167,7 @@ def collect(out: Path) -> dict:
         kept = _read(directory / "final.jsonl", FinalItem)
         chats += _read(directory / "chats.jsonl", ChatDay)
         dialogues += _read(directory / "lifelog.jsonl", LifelogDialogue)
+        plan += _read(directory / "lifelog_plan.jsonl", LifelogPlan)
         dropped = _read(directory / "rejected.jsonl", Rejected)
         final += kept
         rejected += dropped
@@ -185,6 +188,9 @@ def collect(out: Path) -> dict:
         "rejected_by_filter": dict(Counter(r.filter for r in rejected).most_common()),
         "spoken_validation": {"group_chat": validation_rates(chats), "lifelog": validation_rates(dialogues)},
         "profile_check": profile_rates([*final, *rejected]),
+        # the lifelog plan's parent–child checks per level (rule level only: no judge)
+        "lifelog_plan": {level: validation_rates([n for n in plan if n.level == level])
+                         for level in ("year", "month", "week", "day")},
         # LifeDialBench's rewrite: the share of generated items whose question had explicit timestamps taken out
         "timestamp_rewrite_rate": round(sum(i.timestamps_stripped > 0 for i in [*final, *rejected])
                                         / max(1, len(final) + len(rejected)), 4),
@@ -303,6 +309,12 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
                 f"{rates['rule_fail_rate']:.1%}, failed a judge level (2–4) {rates['judge_fail_rate']:.1%}; "
                 f"fixed by repair {rates['repaired_rate']:.1%}, still flagged {rates['flagged_rate']:.1%} "
                 f"(repeats a similar event {rates['repeated_rate']:.1%}); {rates['repairs']} repairs", highlight=False)
+    for level, rates in data["lifelog_plan"].items():
+        if rates["records"]:
+            console.print(
+                f"lifelog plan, {level}: {rates['records']} nodes; first draft failed a parent–child check "
+                f"{rates['rule_fail_rate']:.1%}, fixed by a re-ask {rates['repaired_rate']:.1%}, still flagged "
+                f"{rates['flagged_rate']:.1%} (repeats a similar one {rates['repeated_rate']:.1%})", highlight=False)
     if data["profile_check"]["items"]:
         rates = data["profile_check"]
         console.print(

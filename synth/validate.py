@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from synth import rules
+from synth.lifelog_plan import tree_problems
 from synth.models import FILES
 from synth.record_fields import as_date, as_datetime, as_int, as_list, day_of, dict_list, id_list
 
@@ -97,7 +98,7 @@ class PersonaCheck:
                       self.check_major_event_order, self.check_arc_alignment, self.check_snapshot_chain,
                       self.check_arc_phases,
                       self.check_evidence_carried, self.check_causality, self.check_mcq_shape,
-                      self.check_medium_span,
+                      self.check_medium_span, self.check_lifelog_plan,
                       self.check_translations):
             self.kind = check.__name__.removeprefix("check_")
             check()
@@ -298,6 +299,22 @@ class PersonaCheck:
                     self.flag(name, record, f"line {i}: carries evidence '{stray[0]}' the record is not bound to")
                 if chat and members and line.get("speaker_id") and line.get("speaker_id") not in members:
                     self.flag(name, record, f"line {i}: speaker '{line.get('speaker')}' is not a member of the group")
+
+    def check_lifelog_plan(self) -> None:
+        """The lifelog plan's tree (synth.lifelog_plan.tree_problems) and each dialogue's plan day."""
+        if not self.has("lifelog_plan.jsonl"):
+            return
+        days = {e.get("id"): day for _, e in self.each("events.jsonl") if (day := as_date(e.get("time")))}
+        records = [r for _, r in self.each("lifelog_plan.jsonl")]
+        for record, problem in tree_problems(records, days):
+            self.flag("lifelog_plan.jsonl", record, problem)
+        planned = {r.get("id"): r for r in records if r.get("level") == "day"}
+        for name, dialogue in self.each("lifelog.jsonl"):
+            day = planned.get(dialogue.get("plan_day_id")) if dialogue.get("plan_day_id") else None
+            if dialogue.get("plan_day_id") and day is None:
+                self.flag(name, dialogue, f"plan_day_id: dangling id {dialogue.get('plan_day_id')!r}")
+            elif day is not None and dialogue.get("event_id") not in (day.get("event_ids") or []):
+                self.flag(name, dialogue, f"its event is not among the events of its plan day {day.get('start')}")
 
     def check_question_refs(self, name: str, record: dict) -> None:
         self.refs(name, record, "arc_id", [record.get("arc_id")], "arcs.jsonl")

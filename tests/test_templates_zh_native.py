@@ -36,6 +36,8 @@ FIELD_NAMES = {
     "only_answer",
     # the profile family's 2×2 options (issue 17)
     "fact", "style", "both_right", "style_wrong", "fact_wrong", "both_wrong",
+    # the lifelog plan's answers and agenda kinds (issue 17)
+    "themes", "key_events", "agenda", "work", "routine", "leisure", "social", "errand", "event",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
@@ -124,7 +126,18 @@ def _generation(name: str) -> dict:
                                              "holidays": HOLIDAYS},
                                 "speakers": ["林晓梅", "陈露", "路人"], "evidence": ["周会上她让每个人先说自己的困难。"],
                                 "similar": ["上周的例会"], "min_lines": 6, "max_lines": 18,
-                                "problems": ["林晓梅一句话也没说"], "previous": "[2023-02-06, 09:00:03] 陈露：开始吧。"},
+                                "problems": ["林晓梅一句话也没说"], "previous": "[2023-02-06, 09:00:03] 陈露：开始吧。",
+                                "plan": {"month": "二月带新团队。", "week": "第一周熟悉大家。",
+                                         "day": "09:00 [event] 第一次周会"}},
+        "lifelog_plan.j2": {"arcs": ["带新团队", "与父亲和解"], "level": "day", "start": "2023-02-06",
+                            "end": "2023-02-06",
+                            "calendar": {"date": "2023-02-06", "weekday": 0, "weekend": False, "holidays": HOLIDAYS},
+                            "parent": {"level": "week", "start": "2023-02-06", "end": "2023-02-12",
+                                       "summary": "第一周熟悉团队。"},
+                            "previous": "上一天整理了资料。",
+                            "events": [{"label": "02-06 第一次周会", "time": "2023-02-06 09:00", "title": "第一次周会",
+                                        "location": "公司会议室", "description": "她主持了第一次周会。"}],
+                            "max_items": 10, "problems": ["第 1 项：休息日安排了工作"], "draft": "一天的安排。"},
         "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": MEDIA, "max_delay": 48,
                            "targets": {m: 5 for m in MEDIA}, "suggested": MEDIA[:2]},
         "traces_write.j2": {**TRACE_CONTEXT, "medium": "search_history", "intent": "查资料", "audience": "自己",

@@ -13,11 +13,12 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.calendar import holidays_between
-from synth.models import Event, Evidence, LifelogDialogue, Repair, SpokenCheck, Utterance, mint_id
+from synth.models import Event, Evidence, LifelogDialogue, LifelogPlan, Repair, SpokenCheck, Utterance, mint_id
 from synth.settings import LifelogSettings
 from synth.spoken import format_lines, line_problems, most_similar_earlier, repair_diff, similarity
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import SpokenContext, answer_tokens, unique_labels
+from synth.stages.lifelog_plan import draft_text, plan_lifelog
 
 
 @lru_cache(maxsize=None)
@@ -66,6 +67,22 @@ class DialogueWriter(SpokenContext):
         super().__init__(ctx)
         self.similar = most_similar_earlier(ctx.events, self.section.similar_events)
         self.titles = {e.id: e.title for e in ctx.events}
+        self.plan_days: dict[dt.date, list[LifelogPlan]] = {}  # a day → its plan nodes: month, week, day
+
+    def follow(self, nodes: list[LifelogPlan]) -> None:
+        """The plan the dialogues follow: each planned day with the week and month above it."""
+        by_id = {n.id: n for n in nodes}
+        for day in (n for n in nodes if n.level == "day"):
+            week = by_id.get(day.parent_id)
+            month = by_id.get(week.parent_id) if week else None
+            self.plan_days[day.start] = [n for n in (month, week, day) if n is not None]
+
+    def plan_view(self, day: dt.date) -> dict | None:
+        nodes = {n.level: n for n in self.plan_days.get(day, [])}
+        if "day" not in nodes:
+            return None
+        return {"month": nodes["month"].summary if "month" in nodes else "",
+                "week": nodes["week"].summary if "week" in nodes else "", "day": draft_text(nodes["day"])}
 
     def calendar(self, day: dt.date) -> dict:
         """The day as the real calendar shows it: its weekday (the templates name it), whether it is a weekend, and
@@ -90,7 +107,8 @@ class DialogueWriter(SpokenContext):
                 "start": start.isoformat(timespec="seconds"), "end": end.isoformat(timespec="seconds"),
                 "calendar": calendar, "speakers": speakers, "evidence": [e.statement for e in evidence],
                 "similar": [self.titles[i] for i in self.similar.get(event.id, [])],
-                "min_lines": section.min_lines, "max_lines": section.max_lines, "problems": [], "previous": ""}
+                "min_lines": section.min_lines, "max_lines": section.max_lines, "problems": [], "previous": "",
+                "plan": self.plan_view(event.time.date())}
         tokens = answer_tokens(self.ctx, 60 * section.max_lines + 200)
         answer = await self.ctx.ask("lifelog", "lifelog_dialogue.j2", base, model, max_tokens=tokens)
         lines = lines_of(answer, start, ids, evidence)
@@ -112,30 +130,36 @@ class DialogueWriter(SpokenContext):
             id=mint_id(event.id, "lifelog", 0), persona_id=self.persona.id, event_id=event.id,
             evidence_ids=evidence_ids, start=start, end=end, place=event.location, participants=participants,
             calendar=calendar, lines=lines,
-            similar_event_ids=self.similar.get(event.id, []), check=check)]}
+            similar_event_ids=self.similar.get(event.id, []), check=check,
+            plan_day_id=next((n.id for n in self.plan_days.get(event.time.date(), []) if n.level == "day"), ""))]}
 
 
 async def run(ctx: StageContext) -> dict[str, list]:
     if "lifelog" not in ctx.settings.sources:
-        return {"lifelog.jsonl": []}
+        return {"lifelog.jsonl": [], "lifelog_plan.jsonl": []}
     writer = DialogueWriter(ctx)
+    planned = [e for e in ctx.events if writer.evidence.get(e.id)]
+    plan = await plan_lifelog(ctx, planned) if ctx.section.plan else []
+    writer.follow(plan)
+    keys = [event.id for event in ctx.events]
     await ctx.units([(event.id, partial(writer.event, event)) for event in ctx.events])
-    dialogues = [LifelogDialogue.model_validate(r) for r in ctx.collected()["lifelog.jsonl"]]
+    dialogues = [LifelogDialogue.model_validate(r) for key in keys for r in (ctx.done(key) or {}).get("lifelog.jsonl", [])]
     repeated = repetitions(dialogues, writer.similar, ctx.section.repetition_threshold)
     for dialogue in dialogues:
         found = repeated.get(dialogue.id, [])
         if found:  # the repetition level: counted and flagged, not repaired (the earlier dialogue is final)
             dialogue.check.final_problems = [*dialogue.check.final_problems, *found]
             dialogue.check.flagged = True
-    return {"lifelog.jsonl": dialogues}
+    return {"lifelog.jsonl": dialogues, "lifelog_plan.jsonl": plan}
 
 
 STAGE = Stage(
     name="lifelog",
     reads=("persona.jsonl", "people.jsonl", "events.jsonl", "evidence.jsonl"),
-    writes=("lifelog.jsonl",),
-    templates=("lifelog_dialogue.j2",),
-    tasks=("lifelog",),
+    writes=("lifelog.jsonl", "lifelog_plan.jsonl"),
+    templates=("lifelog_plan.j2", "lifelog_dialogue.j2"),
+    tasks=("lifelog_plan", "lifelog"),
+    optional_reads=("arcs.jsonl",),  # the plan's year shows the life arcs as its event lines
     body=run,
     help="lifelog.jsonl: one continuous ambient dialogue per event (when sources include lifelog)",
     config_keys=("sources",),
