@@ -114,26 +114,26 @@ class LifelogPlanner:
         records = self.ctx.done_records(key, "lifelog_plan.jsonl", LifelogPlan)
         return records[0] if records else None
 
-    async def level(self, level: str, parents: list[tuple[str, LifelogPlan | None]], days: list[dt.date]) -> list[tuple[str, LifelogPlan]]:
+    async def level(self, level: str, parents: Sequence[LifelogPlan | None], days: list[dt.date]) -> list[LifelogPlan]:
         """Every node of `level` under each parent; under one parent a chain (each sees its previous sibling's
         summary), except days, which are independent."""
-        made: list[tuple[str, LifelogPlan]] = []
-        for parent_key, parent in parents:
-            low = parent.start if parent else self.persona.start
-            high = parent.end if parent else self.persona.end
-            spans = periods(level, low, high, days)
+        made: list[LifelogPlan] = []
+        for parent in parents:
+            spans = periods(level, parent.start if parent else self.persona.start,
+                            parent.end if parent else self.persona.end, days)
             keys = [f"plan/{level}/{start.isoformat()}" for start, _ in spans]
             if level == "day":
                 await self.ctx.units([(k, partial(self.node, level, s, e, parent, None))
                                       for k, (s, e) in zip(keys, spans, strict=True)])
-            else:
-                for k, (s, e) in zip(keys, spans, strict=True):
-                    previous = made[-1][1] if made and made[-1][1].parent_id == (parent.id if parent else "") else None
-                    await self.ctx.units([(k, partial(self.node, level, s, e, parent, previous))], sequential=True)
-                    if (record := self.found(k)) is not None:
-                        made.append((k, record))
+                made += [r for k in keys if (r := self.found(k)) is not None]
                 continue
-            made += [(k, r) for k in keys if (r := self.found(k)) is not None]
+            siblings: list[LifelogPlan] = []
+            for k, (s, e) in zip(keys, spans, strict=True):
+                previous = siblings[-1] if siblings else None
+                await self.ctx.units([(k, partial(self.node, level, s, e, parent, previous))], sequential=True)
+                if (record := self.found(k)) is not None:
+                    siblings.append(record)
+            made += siblings
         return made
 
 
@@ -163,11 +163,11 @@ async def plan_lifelog(ctx: StageContext, events: Sequence[Event]) -> list[Lifel
     """The plan over the days with a planned dialogue (`events`), year by year down to the day; flagged repeats."""
     planner = LifelogPlanner(ctx, events)
     days = sorted({e.time.date() for e in events})
-    parents: list[tuple[str, LifelogPlan | None]] = [("", None)]
+    parents: list[LifelogPlan | None] = [None]
     nodes: list[LifelogPlan] = []
     for level in ("year", "month", "week", "day"):
         made = await planner.level(level, parents, days)
-        nodes += [r for _, r in made]
+        nodes += made
         parents = list(made)
     repeated = repetitions(nodes, ctx.section.similar_events, ctx.section.repetition_threshold)
     for node in nodes:
