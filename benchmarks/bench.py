@@ -154,13 +154,21 @@ def stage_depths(persona: Path) -> dict[str, int]:
         elif stage == "chats":
             depths[stage] = chats_chain(persona)
         elif stage == "lifelog":
-            depths[stage] = max((1 + len(d["check"]["repairs"]) for d in read_jsonl(persona / "lifelog.jsonl")),
-                                default=0)
+            depths[stage] = lifelog_chain(persona)
         elif stage == "distractors":
             depths[stage] = max((distractor_chain(item) for item in read_jsonl(persona / "mcq.jsonl")), default=0)
         else:
             depths[stage] = FIXED_DEPTH.get(stage, 1)
     return depths
+
+
+def lifelog_chain(persona: Path) -> int:
+    """The plan's years, months and weeks run one after another (each with its re-asks), then the days at once,
+    then the dialogues at once (each with its re-asks)."""
+    plan = read_jsonl(persona / "lifelog_plan.jsonl") if (persona / "lifelog_plan.jsonl").is_file() else []
+    chain = sum(1 + len(n["check"]["repairs"]) for n in plan if n["level"] != "day")
+    chain += max((1 + len(n["check"]["repairs"]) for n in plan if n["level"] == "day"), default=0)
+    return chain + max((1 + len(d["check"]["repairs"]) for d in read_jsonl(persona / "lifelog.jsonl")), default=0)
 
 
 def qa_chain(persona: Path) -> int:

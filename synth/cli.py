@@ -194,9 +194,10 @@ _STAGE_HELP = {
     "phases": "phases.jsonl: phases under the rolling snapshot (Algorithm 1).",
     "events": "events.jsonl, evidence.jsonl: detailed events with co-generated evidence.",
     "chats": "groups.jsonl, chats.jsonl: group chats per group and active day (sources with group_chat).",
-    "lifelog": "lifelog.jsonl: one ambient dialogue per event (sources with lifelog).",
+    "lifelog": "lifelog_plan.jsonl, lifelog.jsonl: the year → month → week → day plan, then one ambient dialogue per "
+               "event (sources with lifelog).",
     "traces": "traces.jsonl: digital traces (plan, then write), plus the chat days and dialogues as traces.",
-    "qa": "qa.jsonl: sliding-window, two-step QA in 8 question types.",
+    "qa": "qa.jsonl: sliding-window, two-step QA in 8 question types (and the extra types `[qa] types` lists).",
     "distractors": "mcq.jsonl: multiple choice with distractor refinement.",
     "filter": "final.jsonl, rejected.jsonl: the quality filters.",
     "translate": "translations.jsonl: traces and final items in each other release language (--languages en,zh).",

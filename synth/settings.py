@@ -81,6 +81,7 @@ class TracesSettings(Section):
 
 class ChatsSettings(Section):
     max_days_per_group: int = Field(ge=0)  # active days generated per group (0 = every active day)
+    max_groups: int = Field(ge=0)  # groups with an active day that get chats, in family, work, friends order (0 = all)
     min_utterances: int = Field(ge=1)
     max_utterances: int = Field(ge=1)
     summary_days: int = Field(ge=0)  # day summaries the rolling weekly state shows
@@ -100,6 +101,7 @@ class ChatsSettings(Section):
 
 class LifelogSettings(Section):
     minutes: int = Field(ge=1)  # how long an event's dialogue runs
+    max_events: int = Field(ge=0)  # events (with evidence, oldest first) that get a dialogue (0 = every one)
     min_lines: int = Field(ge=1)
     max_lines: int = Field(ge=1)
     max_repairs: int = Field(ge=0, le=2)

@@ -240,7 +240,10 @@ async def run(ctx: StageContext) -> dict[str, list] | None:
         return {"groups.jsonl": [], "chats.jsonl": []}
     groups = build_groups(ctx.persona, ctx.section, ctx.people)
     writer = ChatWriter(ctx)
-    await ctx.units([(group.id, partial(writer.group, group)) for group in groups])
+    talking = [g for g in groups if active_days(g, ctx.events, writer.evidence, 1)]
+    if ctx.section.max_groups:
+        talking = talking[:ctx.section.max_groups]
+    await ctx.units([(group.id, partial(writer.group, group)) for group in talking])
     return {"groups.jsonl": groups, **{k: v for k, v in ctx.collected().items() if k == "chats.jsonl"}}
 
 

@@ -138,11 +138,13 @@ async def run(ctx: StageContext) -> dict[str, list]:
     if "lifelog" not in ctx.settings.sources:
         return {"lifelog.jsonl": [], "lifelog_plan.jsonl": []}
     writer = DialogueWriter(ctx)
-    planned = [e for e in ctx.events if writer.evidence.get(e.id)]
+    planned = sorted((e for e in ctx.events if writer.evidence.get(e.id)), key=lambda e: (e.time, e.id))
+    if ctx.section.max_events:
+        planned = planned[:ctx.section.max_events]
     plan = await plan_lifelog(ctx, planned) if ctx.section.plan else []
     writer.follow(plan)
-    keys = [event.id for event in ctx.events]
-    await ctx.units([(event.id, partial(writer.event, event)) for event in ctx.events])
+    keys = [event.id for event in planned]
+    await ctx.units([(event.id, partial(writer.event, event)) for event in planned])
     dialogues = [LifelogDialogue.model_validate(r) for key in keys for r in (ctx.done(key) or {}).get("lifelog.jsonl", [])]
     repeated = repetitions(dialogues, writer.similar, ctx.section.repetition_threshold)
     for dialogue in dialogues:
@@ -161,6 +163,7 @@ STAGE = Stage(
     tasks=("lifelog_plan", "lifelog"),
     optional_reads=("arcs.jsonl",),  # the plan's year shows the life arcs as its event lines
     body=run,
-    help="lifelog.jsonl: one continuous ambient dialogue per event (when sources include lifelog)",
+    help="lifelog_plan.jsonl, lifelog.jsonl: the year → month → week → day plan on the calendar, then one continuous "
+         "ambient dialogue per event (when sources include lifelog)",
     config_keys=("sources",),
 )
