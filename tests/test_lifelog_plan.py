@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from test_spoken_sources import SHORT, event, load, run, setup
+from test_spoken_sources import PID, SHORT, event, load, run, setup
 
 from synth import stats
 from synth.lifelog_plan import agenda_problems, event_problems, periods, range_problems, tree_problems
@@ -135,3 +135,22 @@ def test_validate_reads_the_plan_tree(tmp_path):
     assert any("2022-01-12–2022-01-12 is not inside its week's 2022-01-03–2022-01-09" in p for p in problems)
     assert any("event e7 is not among its month's events" in p for p in problems)
     assert any("agenda item 1: names event e5, not one of the day's" in p for p in problems)
+
+
+def test_max_groups_and_max_events_cut_a_spoken_run_down(tmp_path):
+    from test_spoken_sources import ALL, fake_run
+
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    fake_run(full, "tiny", ALL)
+    fake_run(cut, "tiny", ALL + "[chats]\nmax_groups = 1\n[lifelog]\nmax_events = 1\n")
+    chats = {path: load(path / PID, "chats.jsonl") for path in (full, cut)}
+    assert len({c.group_id for c in chats[full]}) > 1, "the persona has more than one group that talks"
+    assert len({c.group_id for c in chats[cut]}) == 1
+    assert chats[cut][0].group_id == chats[full][0].group_id, "the first group (family, work, friends order) is kept"
+    dialogues = load(cut / PID, "lifelog.jsonl")
+    assert len(load(full / PID, "lifelog.jsonl")) > 1 and len(dialogues) == 1
+    first = min((e for e in load(cut / PID, "events.jsonl")
+                 if any(v.event_id == e.id for v in load(cut / PID, "evidence.jsonl"))), key=lambda e: (e.time, e.id))
+    assert dialogues[0].event_id == first.id
+    assert [n.level for n in load(cut / PID, "lifelog_plan.jsonl")] == ["year", "month", "week", "day"]
+    assert validate_dataset(cut) == []
