@@ -261,7 +261,8 @@ def test_chats_with_written_sources_only_write_empty_files_and_call_nothing(tmp_
 
 def test_lifelog_dialogue_scripted_with_a_repair(tmp_path):
     out = tmp_path / "l"
-    directory = setup(out, [event(1, dt.datetime(2022, 1, 8, 10), ["r1"])], SHORT)
+    # the plan before the dialogue has its own scripted test (tests/test_lifelog_plan.py)
+    directory = setup(out, [event(1, dt.datetime(2022, 1, 8, 10), ["r1"])], SHORT + "plan = false\n")
     draft = {"lines": [{"speaker": "Sam", "second": 5, "text": "It drips again.", "evidence": [1, 2]}]}
     fixed = {"lines": [{"speaker": "Stranger", "second": 3, "text": "Plumber here.", "evidence": []},
                        {"speaker": "Sam", "second": 5, "text": "It drips again.", "evidence": [1]},
