@@ -78,6 +78,12 @@ def seeded_time(base: dt.datetime, key: Sequence[str], max_delay_days: int, hour
     return max(asked, base + dt.timedelta(minutes=1))
 
 
+def arc_for(arc_ids: Sequence[str], arcs: dict[str, LifeArc]) -> LifeArc:
+    """The arc a code-picked item is filed under: the first of its evidence's arcs that exists (else the first)."""
+    found = [a for a in arc_ids if a in arcs]
+    return arcs[found[0]] if found else next(iter(arcs.values()))
+
+
 def asked_at(pair: DurationPair, max_delay_days: int, hours: tuple[int, int], last_day: dt.date) -> dt.datetime:
     """After the second moment's first trace."""
     return seeded_time(pair.second.time, (pair.first.evidence_id, pair.second.evidence_id), max_delay_days, hours,

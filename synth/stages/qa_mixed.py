@@ -16,7 +16,7 @@ from synth import rules
 from synth.models import QA, Evidence, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stage import Records, StageContext
 from synth.stages.common import trace_excerpts
-from synth.stages.qa_duration import _rank, seeded_time
+from synth.stages.qa_duration import _rank, arc_for, seeded_time
 
 MIXED = "written_spoken"
 
@@ -77,15 +77,11 @@ class MixedWriter:
         self.answer_model = answer_model
         self.section = ctx.section
 
-    def arc_of(self, pair: MixedPair) -> LifeArc:
-        found = [a for e in pair.evidence for a in e.arc_ids if a in self.arcs]
-        return self.arcs[found[0]] if found else next(iter(self.arcs.values()))
-
     async def write(self, pair: MixedPair) -> Records:
         base = max(pair.spoken.time, pair.written.time)
         asked = seeded_time(base, (MIXED, pair.spoken.id, pair.written.id), self.section.max_question_delay_days,
                             self.hours, self.last_day)
-        arc = self.arc_of(pair)
+        arc = arc_for([a for e in pair.evidence for a in e.arc_ids], self.arcs)
         traces = {t.id: t for t in (pair.spoken, pair.written)}
         variables = {**self.common, "arc": arc, "question_time": asked.isoformat(timespec="minutes"),
                      "said": trace_excerpts([pair.spoken.id], traces, self.section)[0],

@@ -30,7 +30,7 @@ from synth.models import (
 )
 from synth.spoken import format_line
 from synth.stage import Records, StageContext
-from synth.stages.qa_duration import _rank, seeded_time
+from synth.stages.qa_duration import _rank, arc_for, seeded_time
 
 PROFILE = "profile_style"
 
@@ -137,10 +137,6 @@ class ProfileWriter:
         self.evidence = {e.id: e for e in ctx.evidence}
         self.traces = ctx.traces_by_id
 
-    def arc_of(self, evidence_id: str) -> LifeArc:
-        found = [a for a in self.evidence[evidence_id].arc_ids if a in self.arcs]
-        return self.arcs[found[0]] if found else next(iter(self.arcs.values()))
-
     def asked(self, anchor: ProfileAnchor) -> dt.datetime:
         return seeded_time(self.traces[anchor.trace_id].time, (PROFILE, anchor.group.id, anchor.member.person_id),
                            self.section.max_question_delay_days, self.hours, self.last_day)
@@ -172,7 +168,7 @@ class ProfileWriter:
             profile = build_profile(anchor, dimensions, answer)
             problems = rules.profile_problems(profile.model_dump())
         profile = profile.model_copy(update={"first_problems": first, "problems": problems, "rewrites": rewrites})
-        item = build_item(anchor, self.arc_of(anchor.evidence_id), statement, answer.question, asked, profile,
+        item = build_item(anchor, arc_for(self.evidence[anchor.evidence_id].arc_ids, self.arcs), statement, answer.question, asked, profile,
                           self.ctx.persona.id)
         return {"qa.jsonl": [item]}
 
