@@ -248,6 +248,16 @@ def test_someone_introduced_later_joins_the_group_from_their_first_day(tmp_path)
     assert sorted(enums) == [["Maya", "Sam"], ["Maya", "Sam", "Jo"]], "Jo speaks only from the day she was introduced"
 
 
+def test_a_chat_day_on_a_public_holiday_says_so(tmp_path):
+    out = tmp_path / "h"
+    setup(out, [event(1, dt.datetime(2022, 1, 3, 10), ["r1"]), event(2, dt.datetime(2022, 1, 5, 10), ["r1"])], SHORT)
+    fake = run(out, "chats", [])
+    days = {r.messages[-1]["content"].split("Date: ")[1][:10]: r.messages[-1]["content"]
+            for r in fake.seen if r.task == "chats" and r.sample == 0}
+    assert "It is a Monday, New Year's Day (observed) (a public holiday)." in days["2022-01-03"]
+    assert "It is a Wednesday. " in days["2022-01-05"]
+
+
 def test_chats_with_written_sources_only_write_empty_files_and_call_nothing(tmp_path):
     out = tmp_path / "w"
     directory = setup(out, [event(1, dt.datetime(2022, 1, 5, 10), ["r1"])], "")

@@ -92,7 +92,7 @@ STYLE = {"formality": 3, "verbosity": 4, "humour": 2, "jargon": 1, "emoji": 3, "
 GROUP = {"id": "g", "persona_id": "p-zh", "kind": "family",
          "members": [{"person_id": "p-zh", "name": "林晓梅", "role": "self", "style": STYLE},
                      {"person_id": "r1", "name": "周建国", "role": "丈夫", "style": STYLE}]}
-CHAT_DAY = {"group": GROUP, "date": "2023-02-06", "weekday": 0,
+CHAT_DAY = {"group": GROUP, "date": "2023-02-06", "weekday": 0, "holidays": HOLIDAYS,
             "events": [{"time": "09:00", "title": "第一次周会", "description": "她主持了第一次周会。",
                         "location": "公司会议室", "participants": ["周建国"]}],
             "evidence": ["周会上她让每个人先说自己的困难。"],

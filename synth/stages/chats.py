@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from synth.calendar import holidays_between
 from synth.models import (
     STYLE_DIMENSIONS,
     ChatDay,
@@ -178,6 +179,10 @@ class ChatWriter(SpokenContext):
 
     section: ChatsSettings
 
+    @property
+    def country(self) -> str:
+        return self.ctx.settings.holiday_countries.get(self.ctx.language, "")
+
     def event_view(self, event: Event) -> dict:
         return {"time": event.time.strftime("%H:%M"), "title": event.title, "description": event.description,
                 "location": event.location, "participants": [self.names.get(p, p) for p in event.participant_ids]}
@@ -195,7 +200,8 @@ class ChatWriter(SpokenContext):
         model = day_answer(speakers, len(evidence), self.section.min_utterances, self.section.max_utterances)
         present = group.model_copy(update={"members": [m for m in group.members if m.name in speakers]})
         base = {"persona": self.persona_view, "group": present.model_dump(mode="json"), "date": date.isoformat(),
-                "weekday": date.weekday(), "events": [self.event_view(e) for e in events],
+                "weekday": date.weekday(), "holidays": holidays_between(self.country, self.ctx.language, date, date),
+                "events": [self.event_view(e) for e in events],
                 "evidence": [e.statement for e in evidence], "state": state,
                 "min_utterances": self.section.min_utterances, "max_utterances": self.section.max_utterances}
         tokens = answer_tokens(self.ctx, 60 * self.section.max_utterances + 200)
