@@ -157,8 +157,15 @@ def test_a_scripted_profile_item_is_re_asked_placed_checked_and_validated(tmp_pa
     assert item.digital_trace_ids == [anchor.trace_id] and item.evidence[0].evidence_id == anchor.evidence_id
     assert set(profile.style_trace_ids) <= traces and anchor.trace_id in profile.style_trace_ids
 
-    fake = session_run(out, ["distractors", "filter"])
+    # the no-context validator misses the key (scripted, so the round goes on to the verify judge)
+    blind = {"choice": "E", "needs_memory": True, "reason": "needs the chats"}
+    fake = session_run(out, ["distractors", "filter"], [blind])
     assert "distractors" not in [r.task for r in fake.seen], "the 2×2 options are not rewritten by the writer"
+    verify = [r.messages[-1]["content"] for r in fake.seen if r.task == "distractors_verify"]
+    assert len(verify) == 1
+    for prompt in verify:  # the verify judge knows style counts, and reads the chat days where the member spoke
+        assert f"This item asks how {anchor.member.name} usually talks in the group" in prompt
+        assert prompt.count("--- group_chat ·") == len(set(profile.style_trace_ids) | {anchor.trace_id})
     [mcq] = load(directory, "mcq.jsonl")
     letters = {o.cell: o.choice_id for o in mcq.profile.options}
     assert letters["both_right"] == mcq.correct_choice_id and sorted(letters.values()) == list("ABCD")

@@ -47,7 +47,7 @@ def variables(template: str, persona: Persona, arcs: list[LifeArc], language: st
                                                "blind_correct": True, "unsupported": "C-ALSO-HOLDS"}]},
         "distractors_verify.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00",
                                   "choices": choices, "correct": "B", "unanswerable": question_type == "unanswerable",
-                                  "evidence": evidence, "traces": traces},
+                                  "evidence": evidence, "traces": traces, "style_of": ""},
         "distractors_validate.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00",
                                     "choices": choices},
         "filter_sufficiency.j2": {"question_type": question_type, "question": "QUESTION-TEXT",

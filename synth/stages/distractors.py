@@ -170,7 +170,8 @@ def verify_variables(qa: QA, choices: list[Choice], correct: str, traces: dict[s
     return {"question": qa.question, "question_time": qa.question_time.isoformat(timespec="minutes"),
             "choices": [c.model_dump() for c in choices], "correct": correct,
             "unanswerable": qa.question_type == "unanswerable", "evidence": evidence,
-            "traces": trace_excerpts(shown, traces, section)}
+            "traces": trace_excerpts(shown, traces, section),
+            "style_of": qa.profile.member if qa.profile is not None else ""}
 
 
 def guarded_round(number: int, found: list[tuple[str, str]]) -> RefinementRound:
@@ -229,6 +230,8 @@ class Refiner:
         self._related: RelatedTraces | None = None
 
     def shown_traces(self, qa: QA) -> list[str]:
+        if qa.profile is not None:  # the style's evidence too: the chat days where the member spoke
+            return [t for t in dict.fromkeys([*qa.digital_trace_ids, *qa.profile.style_trace_ids]) if t in self.traces]
         if qa.question_type != "unanswerable":
             return [t for t in qa.digital_trace_ids if t in self.traces]
         if self._related is None:
