@@ -164,6 +164,7 @@ class Evidence(Record):
     kind: EvidenceKind
     statement: str
     arc_ids: list[str]
+    private: bool = False  # the person keeps it to themself or someone close: no public medium may reveal it
 
 
 class Trace(Record):
@@ -176,6 +177,10 @@ class Trace(Record):
     content: str
     tokens: int = 0
     reasons: str = ""  # the planner's reasons for the medium (never shown to the writer)
+    # privacy repairs (synth.privacy): "" none; "replanned" the planner was asked again, "rerouted" code moved the
+    # private evidence or the medium; plus how many times the text was rewritten because it revealed a private one
+    privacy_plan: str = ""
+    privacy_rewrites: int = 0
 
 
 # the media of spoken traces (a chat day, a lifelog dialogue); every other medium is written

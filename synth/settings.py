@@ -68,6 +68,11 @@ class TracesSettings(Section):
     voice_wave_days: int = Field(ge=1)  # traces are written in waves of this many days; a wave reads earlier ones
     # per language: relative weights of the media mix (a target over the persona's traces, not forced per event)
     media: dict[Literal["en", "zh"], dict[str, float]]
+    public_media: list[str]  # media anyone may read: they never carry or repeat evidence marked private
+    leak_overlap: float = Field(gt=0, le=1)  # share of a private statement's distinctive terms that reveals it
+    leak_min_matches: int = Field(ge=1)  # ... and at least this many of them
+    leak_common_share: float = Field(gt=0, le=1)  # terms in more of the persona's statements are not distinctive
+    privacy_repairs: int = Field(ge=0)  # re-plans, then rewrites, of a trace that reveals a private evidence
 
     @model_validator(mode="after")
     def _some_medium(self) -> "TracesSettings":

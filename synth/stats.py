@@ -17,6 +17,7 @@ from synth.models import (
     MCQ,
     ChatDay,
     Event,
+    Evidence,
     FinalItem,
     LifelogDialogue,
     LifelogPlan,
@@ -27,7 +28,9 @@ from synth.models import (
     Rejected,
     Trace,
 )
+from synth.privacy import LeakRule, privacy_figures
 from synth.spoken import validation_rates
+from synth.validate import recorded_config
 
 POSITIONS = rules.POSITIONS
 
@@ -150,7 +153,8 @@ def collect(out: Path) -> dict:
     media: Counter = Counter()
     media_by_language: dict[str, Counter] = {}
     life = {}
-    config = _config(out)
+    privacy = {}
+    config = recorded_config(out)
     personas = {}
     chats: list[ChatDay] = []
     dialogues: list[LifelogDialogue] = []
@@ -159,9 +163,12 @@ def collect(out: Path) -> dict:
         persona = _read(directory / "persona.jsonl", Persona)
         traces = _read(directory / "traces.jsonl", Trace)
         if persona:
+            events = _read(directory / "events.jsonl", Event)
             media_by_language.setdefault(persona[0].language, Counter()).update(t.medium for t in traces)
+            privacy[directory.name] = privacy_figures(traces, events, _read(directory / "evidence.jsonl", Evidence),
+                                                      LeakRule.of(config.get("traces", {})))
             life[directory.name] = persona_life(
-                persona[0], traces, _read(directory / "events.jsonl", Event),
+                persona[0], traces, events,
                 _read(directory / "phases.jsonl", Phase), _read(directory / "major_events.jsonl", MajorEvent),
                 _read(directory / "people.jsonl", Person), int(config.get("events", {}).get("max_gap_days", 10)))
         kept = _read(directory / "final.jsonl", FinalItem)
@@ -185,6 +192,7 @@ def collect(out: Path) -> dict:
         "by_medium": dict(media.most_common()),
         "media_by_language": media_mix(media_by_language, config.get("traces", {}).get("media", {})),
         "life": life,
+        "privacy": privacy,
         "rejected_by_filter": dict(Counter(r.filter for r in rejected).most_common()),
         "spoken_validation": {"group_chat": validation_rates(chats), "lifelog": validation_rates(dialogues)},
         "profile_check": profile_rates([*final, *rejected]),
@@ -201,17 +209,6 @@ def collect(out: Path) -> dict:
     }
 
 
-def _config(out: Path) -> dict:
-    """The resolved configuration the run recorded (dataset.json), for the targets the stats compare with."""
-    path = out / "dataset.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError):
-        return {}
-    config = data.get("config", data) if isinstance(data, dict) else {}
-    return config if isinstance(config, dict) else {}
-
-
 def _life_table(data: dict) -> Table:
     table = Table(title="a lived life: traces per month, gaps, everyday share, variety, cast", title_justify="left")
     cols = ("persona", "traces/month min", "median", "longest gap (days)", "gaps over limit", "everyday share",
@@ -223,6 +220,20 @@ def _life_table(data: dict) -> Table:
                       str(row["gap_days_max"]), f"{row['gaps_over_limit']} (> {row['max_gap_days']})",
                       f"{row['everyday_share']:.1%}", f"{row['distinct_2']:.3f}", f"{row['repeated_openings']:.1%}",
                       f"{row['cast_start']} → {row['cast_end']}", str(row["places"]))
+    return table
+
+
+def _privacy_table(data: dict) -> Table:
+    table = Table(title="public media never reveal what is hidden (model-free): public traces that still carry a "
+                        "private evidence or repeat its words; repairs by the traces stage", title_justify="left")
+    cols = ("persona", "private evidence", "public traces", "leak", "carried", "words", "re-planned", "re-routed",
+            "rewritten")
+    for col in cols:
+        table.add_column(col, justify="left" if col == "persona" else "right")
+    for pid, row in data["privacy"].items():
+        table.add_row(pid, f"{row['private_evidence_share']:.1%}", f"{row['public_traces']} ({row['public_share']:.1%})",
+                      f"{row['leak_rate']:.1%}", f"{row['carried_rate']:.1%}", f"{row['words_rate']:.1%}",
+                      f"{row['replanned_rate']:.1%}", f"{row['rerouted_rate']:.1%}", f"{row['rewritten_rate']:.1%}")
     return table
 
 
@@ -295,6 +306,7 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
     console.print(_table("traces by medium", data["by_medium"], sum(data["by_medium"].values())))
     console.print(_media_table(data))
     console.print(_life_table(data))
+    console.print(_privacy_table(data))
     console.print(_table("rejections by filter", data["rejected_by_filter"]))
     console.print(_table("correct position (answerable final items)",
                          {p: f"{s:.1%}" for p, s in data["positions"].items()}))

@@ -97,7 +97,7 @@ class PersonaCheck:
         for check in (self.check_persona, self.check_duplicates, self.check_references, self.check_containment,
                       self.check_major_event_order, self.check_arc_alignment, self.check_snapshot_chain,
                       self.check_arc_phases,
-                      self.check_evidence_carried, self.check_causality, self.check_mcq_shape,
+                      self.check_evidence_carried, self.check_privacy, self.check_causality, self.check_mcq_shape,
                       self.check_medium_span, self.check_lifelog_plan,
                       self.check_translations):
             self.kind = check.__name__.removeprefix("check_")
@@ -492,6 +492,23 @@ class PersonaCheck:
             if record["id"] not in carried:
                 self.flag(name, record, "carried by no trace")
 
+    def check_privacy(self) -> None:
+        """Public media never reveal what the person hides (synth.privacy): no trace of a public medium carries
+        evidence marked private or repeats the distinctive words of a private statement of its phase. Thresholds
+        and public media come from the dataset's recorded config (dataset.json), else the shipped defaults."""
+        from synth.models import Event, Evidence, Trace
+        from synth.privacy import LeakRule, PrivacyIndex
+
+        if not self.has("traces.jsonl") or not self.has("evidence.jsonl"):
+            return
+        index = PrivacyIndex(_parsed(self.records.get("events.jsonl", []), Event),
+                             _parsed(self.records.get("evidence.jsonl", []), Evidence),
+                             LeakRule.of(recorded_config(self.dir.parent).get("traces", {})))
+        for record in self.records.get("traces.jsonl", []):
+            for trace in _parsed([record], Trace):
+                for leak in index.leaks(trace):
+                    self.flag("traces.jsonl", record, f"{trace.medium} is public but {leak.describe()}")
+
     def check_causality(self) -> None:
         traces = self.by_id.get("traces.jsonl", {})
         evidence = self.by_id.get("evidence.jsonl", {})
@@ -557,6 +574,28 @@ class PersonaCheck:
             for problem in [*rules.profile_problems(profile, record.get("correct_choice_id")),
                             *rules.profile_text_problems(profile, choices)]:
                 self.flag(name, record, f"profile: {problem}")
+
+
+def _parsed(rows: Iterable[dict], model: Any) -> list:
+    """The rows that parse as `model` (the others are reported by the parse check already)."""
+    out = []
+    for row in rows:
+        try:
+            out.append(model.model_validate(row))
+        except ValidationError:
+            continue
+    return out
+
+
+def recorded_config(out: Path) -> dict:
+    """The resolved configuration a dataset recorded (dataset.json's `config`), {} when there is none."""
+    path = Path(out) / "dataset.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    config = data.get("config", data) if isinstance(data, dict) else {}
+    return config if isinstance(config, dict) else {}
 
 
 def _needed_traces(record: dict) -> list[str]:

@@ -339,10 +339,11 @@ def test_build_events_sorts_by_time_clamps_days_and_maps_labels():
     answer = model.model_validate({"events": [
         {"title": " late ", "description": "d", "location": " ward ", "day": 8, "hour": 7, "minute": 0,
          "participants": ["Sam (2)", "Sam", "Sam (2)"],
-         "evidence": [{"kind": "fact", "statement": " s ", "arcs": ["Trust (2)", "Trust", "Trust (2)"]}]},
+         "evidence": [{"kind": "fact", "statement": " s ", "arcs": ["Trust (2)", "Trust", "Trust (2)"],
+                       "private": False}]},
         {"title": "early", "description": "d", "location": "home", "day": 0, "hour": 21, "minute": 15,
-         "participants": [], "evidence": [{"kind": "emotion", "statement": "a", "arcs": ["Trust"]},
-                                          {"kind": "fact", "statement": "b", "arcs": ["Trust (2)"]}]},
+         "participants": [], "evidence": [{"kind": "emotion", "statement": "a", "arcs": ["Trust"], "private": True},
+                                          {"kind": "fact", "statement": "b", "arcs": ["Trust (2)"], "private": False}]},
     ]})
     out = events_stage.build_events(persona(), ph, people, arc_ids, answer)
     events, evidence = out["events.jsonl"], out["evidence.jsonl"]

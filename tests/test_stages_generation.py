@@ -299,8 +299,8 @@ def test_events_map_people_and_arcs_by_label(tmp_path):
     answer = {"events": [
         {"title": t, "description": "d", "location": "ward", "day": day, "hour": 9, "minute": 30,
          "participants": ["Sam", "Sam"] if t == "late" else [],
-         "evidence": [{"kind": "fact", "statement": f"{t} fact", "arcs": ["Arc 1", "Arc 0", "Arc 1"]},
-                      {"kind": "emotion", "statement": f"{t} feeling", "arcs": ["Arc 0"]}]}
+         "evidence": [{"kind": "fact", "statement": f"{t} fact", "arcs": ["Arc 1", "Arc 0", "Arc 1"], "private": False},
+                      {"kind": "emotion", "statement": f"{t} feeling", "arcs": ["Arc 0"], "private": True}]}
         for t, day in [("late", 0), ("early", 0)]]}
     answer["events"][1]["hour"] = 7
     config = tmp_path / "two.toml"
@@ -315,4 +315,5 @@ def test_events_map_people_and_arcs_by_label(tmp_path):
     assert own[1].participant_ids == ["r1"]
     first = [e for e in evidence if e.event_id == own[1].id]
     assert first[0].arc_ids == ["arc1", "arc0"] and first[1].arc_ids == ["arc0"]
+    assert [e.private for e in first] == [False, True], "the answer's privacy mark reaches the evidence record"
     assert first[0].id == mint_id(own[1].id, "evidence", 0)

@@ -41,7 +41,7 @@ MOVES = [{"arc": "Trust", "index": 0, "state": STATE, "reaches": [{"index": 1, "
 NEWCOMER = {"name": "Dr Okafor", "relation": "the ward's consultant", "description": "brisk, fair"}
 HOLIDAYS = [{"date": "2022-01-03", "name": "New Year Holiday"}]
 DETAILED = {"id": "e", "title": "Handover", "description": "d", "location": "ward", "time": "2022-01-04T08:00:00"}
-EVIDENCE = [{"id": "v", "kind": "emotion", "statement": "Maya felt uneasy at handover."}]
+EVIDENCE = [{"id": "v", "kind": "emotion", "statement": "Maya felt uneasy at handover.", "private": True}]
 SEEDS = [{"name": "career_change", "title": "Career change", "description": "d"}]
 SNAP_JSON = SNAP.model_dump(mode="json")
 TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE,
@@ -64,11 +64,13 @@ VARIABLES = {
                            "min_evidence": 2, "max_evidence": 4, "people": ["Sam"], "moves": MOVES,
                            "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS},
     "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": ["diary", "email"], "max_delay": 48,
-                       "targets": {"diary": 67, "email": 33}, "suggested": ["diary", "email"]},
+                       "targets": {"diary": 67, "email": 33}, "suggested": ["diary", "email"],
+                       "public": ["social_post"], "problems": [{"trace": 1, "medium": "social_post", "evidence": 1}]},
     "traces_write.j2": {**TRACE_CONTEXT, "medium": "social_post", "intent": "vent", "audience": "friends",
                         "key_information": "k", "carried": EVIDENCE, "time": "2022-01-04T20:00",
                         "min_words": 80, "max_words": 320,
-                        "voice": [{"time": "2021-12-30T21:00", "content": "Long day again."}]},
+                        "voice": [{"time": "2021-12-30T21:00", "content": "Long day again."}],
+                        "hidden": ["Maya cried in her car after the shift."]},
 }
 
 

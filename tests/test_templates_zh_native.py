@@ -28,7 +28,7 @@ FIELD_NAMES = {
     "why_wrong", "supported", "confidence", "truthfulness", "consistency", "covered_items", "helpfulness",
     "states_answer", "options",
     # the lived-life planner's fields (issue 15)
-    "new_people", "new_places", "relation", "reasons",
+    "new_people", "new_places", "relation", "reasons", "private",
     # the memory systems of synth eval (issue 16)
     "memories", "summary", "scene_tags", "emotion", "pattern_type", "trait_type", "claim", "level",
     # group chats and lifelog dialogue (issue 17)
@@ -76,7 +76,7 @@ NEWCOMER = {"name": "王总", "relation": "新上司", "description": "说话干
 HOLIDAYS = [{"date": "2023-01-22", "name": "春节"}]
 DETAILED = {"id": "e", "title": "第一次周会", "description": "她主持了第一次周会。", "location": "公司会议室",
             "time": "2023-02-06T09:00:00"}
-EVIDENCE = [{"id": f"v{n}", "kind": kind, "statement": "周会上她让每个人先说自己的困难。"}
+EVIDENCE = [{"id": f"v{n}", "kind": kind, "statement": "周会上她让每个人先说自己的困难。", "private": kind == "emotion"}
             for n, kind in enumerate(["fact", "emotion", "opinion"])]
 SEEDS = [{"name": "promotion", "title": "升职", "description": "工作上的晋升。"}]
 MEDIA = sorted(labels()["zh"]["medium"])
@@ -139,11 +139,14 @@ def _generation(name: str) -> dict:
                                         "location": "公司会议室", "description": "她主持了第一次周会。"}],
                             "max_items": 10, "problems": ["第 1 项：休息日安排了工作"], "draft": "一天的安排。"},
         "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": MEDIA, "max_delay": 48,
-                           "targets": {m: 5 for m in MEDIA}, "suggested": MEDIA[:2]},
+                           "targets": {m: 5 for m in MEDIA}, "suggested": MEDIA[:2], "public": ["moments", "weibo"],
+                           "problems": [{"trace": 1, "medium": "weibo", "evidence": 2},
+                                        {"trace": 0, "medium": "", "evidence": 2}]},
         "traces_write.j2": {**TRACE_CONTEXT, "medium": "search_history", "intent": "查资料", "audience": "自己",
                             "key_information": "周会的安排。", "carried": EVIDENCE, "time": "2023-02-06T21:00",
                             "min_words": 80, "max_words": 320,
-                            "voice": [{"time": "2023-02-01T21:00", "content": "又是忙碌的一天。"}]},
+                            "voice": [{"time": "2023-02-01T21:00", "content": "又是忙碌的一天。"}],
+                            "hidden": ["她在车里哭了一场，觉得自己带不好团队。"]},
     }.get(name)
 
 

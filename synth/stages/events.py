@@ -45,6 +45,7 @@ def events_answer(days: int, people: tuple[str, ...], arcs: tuple[str, ...], cou
         kind=(EvidenceKind, ...),
         statement=(str, ...),
         arcs=(list[Literal[arcs]], Field(min_length=min_arcs, max_length=3)),
+        private=(bool, ...),  # kept to themself or someone close: no public medium may carry it (synth.privacy)
     )
     event = create_model(
         "EventDraft",
@@ -78,6 +79,7 @@ def build_events(persona: Persona, phase: Phase, people: dict[str, str], arcs: d
             evidence.append(Evidence(
                 id=mint_id(event_id, "evidence", j), persona_id=persona.id, event_id=event_id, kind=item.kind,
                 statement=item.statement.strip(), arc_ids=list(dict.fromkeys(arcs[label] for label in item.arcs)),
+                private=item.private,
             ))
     return {"events.jsonl": events, "evidence.jsonl": evidence}
 

@@ -16,6 +16,7 @@ from synth.calendar import holidays_between
 from synth.llm.base import InputError
 from synth.llm.fake import estimate_tokens
 from synth.models import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
+from synth.privacy import LeakRule, PrivacyIndex
 from synth.settings import TracesSettings
 from synth.spoken import SPOKEN_FILES, spoken_traces
 from synth.stage import Records, Stage, StageContext
@@ -79,23 +80,65 @@ def suggest_media(key: str, count: int, weights: dict[str, float]) -> list[str]:
     return picks
 
 
-def carry_all(plans: list[list[int]], evidence: int) -> tuple[list[list[int]], int]:
-    """Every evidence index carried by at least one plan: an uncarried one joins the plan carrying the fewest
-    (the first on ties). Returns the plans and how many still are uncarried (only possible with no plans)."""
+def carry_all(plans: list[list[int]], evidence: int, private: frozenset[int] = frozenset(),
+              open_plans: frozenset[int] | None = None) -> tuple[list[list[int]], int]:
+    """Every evidence index carried by at least one plan: an uncarried one joins the plan carrying the fewest (the
+    first on ties) — a `private` one only a plan in `open_plans` (those whose medium is not public; all by default).
+    Returns the plans and how many still are uncarried (no plans, or a private one with no plan open to it)."""
     plans = [list(dict.fromkeys(p)) for p in plans]
     carried = {i for p in plans for i in p}
     missing = [i for i in range(1, evidence + 1) if i not in carried]
-    if not plans:
-        return plans, len(missing)
+    left = 0
     for index in missing:
-        min(plans, key=len).append(index)
-    return [sorted(p) for p in plans], 0
+        allowed = [k for k in range(len(plans)) if index not in private or open_plans is None or k in open_plans]
+        if not allowed:
+            left += 1
+            continue
+        plans[min(allowed, key=lambda k: len(plans[k]))].append(index)
+    return [sorted(p) for p in plans], left
 
 
 def uncarried_evidence(evidence: list[Evidence], traces: list[Trace]) -> list[str]:
     """Evidence ids no trace carries (flagged and counted by validation)."""
     carried = {i for t in traces for i in t.evidence_ids}
     return [e.id for e in evidence if e.id not in carried]
+
+
+def private_indices(evidence: list[Evidence]) -> frozenset[int]:
+    """The 1-based plan indices of the evidence marked private."""
+    return frozenset(i for i, e in enumerate(evidence, 1) if e.private)
+
+
+def plan_privacy_problems(plans: list, private: frozenset[int], public: frozenset[str]) -> list[dict]:
+    """What a plan gets wrong about privacy (model-free): a public trace that carries private evidence, or private
+    evidence with no trace in a medium that may hold it. Each problem names the trace (1-based) and evidence."""
+    problems = [{"trace": k, "medium": plan.medium, "evidence": i}
+                for k, plan in enumerate(plans, 1) if plan.medium in public for i in sorted(set(plan.evidence))
+                if i in private]
+    if private and all(plan.medium in public for plan in plans):
+        problems.append({"trace": 0, "medium": "", "evidence": min(private)})
+    return problems
+
+
+def route_private(plans: list, evidence: int, private: frozenset[int], public: frozenset[str],
+                  fallback: str | None) -> tuple[list[tuple[int, str, list[int]]], bool]:
+    """The plans' media and evidence with privacy enforced by code (after the planner had its chances): private
+    evidence leaves public plans and joins an open one; with no open plan, the public plan that listed the most
+    private evidence (the first on ties) takes `fallback`, the persona's most used private medium. Plans left
+    with no evidence are dropped. Returns (plan index, medium, evidence) per kept plan and whether anything was
+    changed."""
+    media = [plan.medium for plan in plans]
+    listed = [sorted(set(plan.evidence)) for plan in plans]
+    changed = False
+    if private and fallback and all(m in public for m in media) and media:
+        pick = max(range(len(media)), key=lambda k: (len(private & set(listed[k])), -k))
+        media[pick], changed = fallback, True
+    kept = [[i for i in p if not (media[k] in public and i in private)] for k, p in enumerate(listed)]
+    changed = changed or kept != listed
+    open_plans = frozenset(k for k, m in enumerate(media) if m not in public)
+    carried, _ = carry_all(kept, evidence, private, open_plans)
+    kept_plans = [(k, m, p) for k, (m, p) in enumerate(zip(media, carried, strict=True)) if p]
+    return kept_plans, changed or len(kept_plans) < len(media)
 
 
 def max_delay_hours(event: Event, persona: Persona, limit: int) -> int:
@@ -135,12 +178,14 @@ def event_context(persona: dict, arcs: list[dict], history: dict, event: Event, 
 
 
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
-                   max_delay: int) -> dict:
-    """The planner sees the persona's media with the mix as a target (percent), and a seeded hint; it chooses each
-    medium from the evidence's privacy and the person's habits."""
+                   max_delay: int, public: frozenset[str] = frozenset()) -> dict:
+    """The planner sees the persona's media with the mix as a target (percent), which of them are public, and a
+    seeded hint; it chooses each medium from the evidence's privacy (marked) and the person's habits. `problems`
+    (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`)."""
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
-            "suggested": suggest_media(event.id, count, weights)}
+            "suggested": suggest_media(event.id, count, weights), "public": sorted(public & set(weights)),
+            "problems": []}
 
 
 def trace_time(event: Event, delay_hours: int, max_delay: int) -> dt.datetime:
@@ -148,22 +193,24 @@ def trace_time(event: Event, delay_hours: int, max_delay: int) -> dt.datetime:
 
 
 def write_variables(context: dict, plan: BaseModel, carried: list[Evidence], time: dt.datetime,
-                    words: tuple[int, int], voice: list[dict] | None = None) -> dict:
+                    words: tuple[int, int], voice: list[dict] | None = None, medium: str | None = None) -> dict:
     """What the writer sees: the plan without its `reasons` (a planner's meta-comment is not the person's voice),
-    and `voice`: the person's earlier traces of the same medium, if any."""
-    return {**context, "medium": plan.medium, "intent": plan.intent, "audience": plan.audience,
+    `voice`: the person's earlier traces of the same medium, if any, and `medium` when code re-routed the plan's.
+    `hidden` (a rewrite): the private statements an earlier draft of this public trace gave away."""
+    return {**context, "medium": medium or plan.medium, "intent": plan.intent, "audience": plan.audience,
             "key_information": plan.key_information, "carried": [e.model_dump(mode="json") for e in carried],
             "time": time.isoformat(timespec="minutes"), "min_words": words[0], "max_words": words[1],
-            "voice": voice or []}
+            "voice": voice or [], "hidden": []}
 
 
 def build_trace(answer: TraceText, plan: BaseModel, event: Event, carried: list[Evidence], k: int,
-                time: dt.datetime, persona_id: str) -> Trace:
-    """The `k`-th trace of `event`, written from `plan` and carrying `carried`."""
+                time: dt.datetime, persona_id: str, medium: str | None = None) -> Trace:
+    """The `k`-th trace of `event`, written from `plan` (in `medium` when code re-routed it) and carrying
+    `carried`."""
     content = answer.content.strip()
     return Trace(
         id=mint_id(event.id, "trace", k), persona_id=persona_id, event_id=event.id,
-        evidence_ids=[e.id for e in carried], medium=plan.medium, time=time, intent=plan.intent.strip(),
+        evidence_ids=[e.id for e in carried], medium=medium or plan.medium, time=time, intent=plan.intent.strip(),
         audience=plan.audience.strip(), content=content, tokens=estimate_tokens(content),
         reasons=plan.reasons.strip(),
     )
@@ -195,6 +242,11 @@ class TraceWriter:
         self.delay_limit = section.max_delay_hours
         self.persona_view = self.persona.model_dump(mode="json")
         self.arcs, self.majors = ctx.arcs, ctx.major_events
+        self.rule = LeakRule.of(section.model_dump())
+        self.privacy = PrivacyIndex(ctx.events, ctx.evidence, self.rule)
+        self.privacy_repairs = section.privacy_repairs
+        private = {m: w for m, w in self.weights.items() if m not in self.rule.public_media}
+        self.private_medium = max(sorted(private), key=private.get) if private else None
 
     async def event(self, event: Event) -> Records:
         evidence = self.evidence_by_event.get(event.id, [])
@@ -205,17 +257,36 @@ class TraceWriter:
         max_delay = max_delay_hours(event, self.persona, self.delay_limit)
         context = event_context(self.persona_view, arcs, snapshot_history(self.phases, at), event,
                                 self.extra(event, self.phases[at], max_delay))
-        answer = await self.ctx.ask(
-            "traces", "traces_plan.j2",
-            plan_variables(context, event, evidence, self.count, self.weights, max_delay),
-            plan_answer(self.media, len(evidence), self.count, max_delay),
-            max_tokens=answer_tokens(self.ctx, 200 * self.count))
-        carried, _ = carry_all([list(p.evidence) for p in answer.traces], len(evidence))
+        plans, routed, how = await self.plan(context, event, evidence, max_delay)
         texts = await asyncio.gather(*(
-            self.write(context, event, plan, [evidence[i - 1] for i in indices], k, max_delay)
-            for k, (plan, indices) in enumerate(zip(answer.traces, carried, strict=True))
+            self.write(context, event, plans[k], medium, [evidence[i - 1] for i in indices], k, max_delay)
+            for k, medium, indices in routed
         ))
-        return {"traces.jsonl": list(texts)}
+        return {"traces.jsonl": [t.model_copy(update={"privacy_plan": how}) for t in texts]}
+
+    async def plan(self, context: dict, event: Event, evidence: list[Evidence],
+                   max_delay: int) -> tuple[list, list[tuple[int, str, list[int]]], str]:
+        """The event's trace plans with privacy enforced: a plan that puts private evidence in a public medium goes
+        back to the planner with the problems (at most `privacy_repairs` times), then code re-routes what is left
+        (`route_private`). Returns the plans, (plan index, medium, evidence) per trace to write, and how privacy
+        was repaired ("" if never)."""
+        variables = plan_variables(context, event, evidence, self.count, self.weights, max_delay,
+                                   self.rule.public_media)
+        model = plan_answer(self.media, len(evidence), self.count, max_delay)
+        tokens = answer_tokens(self.ctx, 200 * self.count)
+        private = private_indices(evidence)
+        answer = await self.ctx.ask("traces", "traces_plan.j2", variables, model, max_tokens=tokens)
+        how = ""
+        for round_ in range(1, self.privacy_repairs + 1):
+            problems = plan_privacy_problems(answer.traces, private, self.rule.public_media)
+            if not problems:
+                break
+            how = "replanned"
+            answer = await self.ctx.ask("traces", "traces_plan.j2", {**variables, "problems": problems}, model,
+                                        max_tokens=tokens, sample=round_)
+        routed, rerouted = route_private(answer.traces, len(evidence), private, self.rule.public_media,
+                                         self.private_medium)
+        return answer.traces, routed, "rerouted" if rerouted else how
 
     def extra(self, event: Event, phase: Phase, max_delay: int) -> dict:
         """The registry by the phase's start, the holidays from the event to the latest trace time, and whether
@@ -226,14 +297,27 @@ class TraceWriter:
         return {"people": people, "everyday": self.kinds.get(phase.major_event_id) == "everyday",
                 "holidays": holidays_between(self.country, self.ctx.language, event.time, last)}
 
-    async def write(self, context: dict, event: Event, plan: BaseModel, carried: list[Evidence], k: int,
-                    max_delay: int) -> Trace:
+    async def write(self, context: dict, event: Event, plan: BaseModel, medium: str, carried: list[Evidence],
+                    k: int, max_delay: int) -> Trace:
+        """One trace; a public one that gives away a private statement of its phase (synth.privacy) is written
+        again with those statements named as hidden, at most `privacy_repairs` times — what is left is kept and
+        reported by `synth validate` and `synth stats`."""
         time = trace_time(event, plan.delay_hours, max_delay)
-        voice = voice_reference(self.written, plan.medium, time, *self.voice)
-        answer = await self.ctx.ask("traces", "traces_write.j2",
-                                    write_variables(context, plan, carried, time, self.words, voice), TraceText,
-                                    check=has_content, max_tokens=answer_tokens(self.ctx, 3 * self.words[1] + 200))
-        return build_trace(answer, plan, event, carried, k, time, self.persona.id)
+        voice = voice_reference(self.written, medium, time, *self.voice)
+        variables = write_variables(context, plan, carried, time, self.words, voice, medium)
+        tokens = answer_tokens(self.ctx, 3 * self.words[1] + 200)
+        trace, rewrites = None, 0
+        for round_ in range(self.privacy_repairs + 1):
+            answer = await self.ctx.ask("traces", "traces_write.j2", variables, TraceText, check=has_content,
+                                        max_tokens=tokens, sample=round_)
+            trace = build_trace(answer, plan, event, carried, k, time, self.persona.id, medium)
+            leaks = self.privacy.leaks(trace)
+            if not leaks or round_ == self.privacy_repairs:
+                break
+            rewrites += 1
+            hidden = [self.privacy.evidence[leak.evidence_id].statement for leak in leaks]
+            variables = {**variables, "hidden": hidden}
+        return trace.model_copy(update={"privacy_rewrites": rewrites})
 
 
 def has_content(answer: TraceText) -> None:

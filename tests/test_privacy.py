@@ -1,0 +1,155 @@
+"""Public media never reveal what the person hides (synth.privacy): the model-free check in English and Chinese, the
+traces stage's repairs (re-plan, code re-route, rewrite) with scripted answers, `synth validate` and `synth stats`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from types import SimpleNamespace
+
+from synth.jsonl import read_records, write_atomic
+from synth.models import Event, Evidence, Trace
+from synth.privacy import CommonTerms, LeakRule, PrivacyIndex, trace_leaks, word_leak
+from synth.stages.traces import plan_privacy_problems, route_private
+from synth.stats import collect
+from synth.validate import PersonaCheck
+from tests.test_stages_scripted import PID, _write_trace_inputs, run
+
+RULE = LeakRule.of({})  # the shipped defaults: social posts, photo captions, Moments and Weibo are public
+HIDDEN = "Maya sobbed in the supply cupboard after Sister Hughes refused her transfer to paediatrics."
+ERRAND = "Maya bought oat milk at the corner shop before the night shift."
+LEAKING = ("Not my best week. Sobbed in the supply cupboard after Sister Hughes refused my transfer to "
+           "paediatrics. #nurselife #tired")
+CLEAN = "Oat milk, a quiet corner shop and the long walk home before the night shift. #nightshift #smallthings"
+
+
+def test_a_public_trace_repeating_a_private_statement_is_caught_and_a_clean_one_passes():
+    common = CommonTerms([HIDDEN, ERRAND], RULE.common_share)
+    assert word_leak(LEAKING, HIDDEN, common, RULE) >= RULE.overlap
+    assert word_leak(CLEAN, HIDDEN, common, RULE) == 0.0
+    # what the trace may say (the evidence it carries) is not distinctive of the hidden statement
+    assert "corner" not in common.distinctive(HIDDEN, [ERRAND])
+    leaks = trace_leaks("social_post", LEAKING, [("e1", ERRAND, False)], [("e2", HIDDEN)], common, RULE)
+    assert [(x.evidence_id, x.how) for x in leaks] == [("e2", "words")]
+    assert trace_leaks("diary", LEAKING, [("e1", ERRAND, False)], [("e2", HIDDEN)], common, RULE) == [], \
+        "a private medium may say anything"
+    listed = trace_leaks("moments", CLEAN, [("e2", HIDDEN, True)], [("e2", HIDDEN)], common, RULE)
+    assert [(x.evidence_id, x.how) for x in listed] == [("e2", "carried")], "listing a private evidence is a leak"
+
+
+def test_the_check_reads_chinese_by_character_bigrams():
+    hidden = "林晓梅开完会在车里哭了一场，觉得自己带不好新团队。"
+    other = "林晓梅周末和陈露去西湖边喝茶。"
+    common = CommonTerms([hidden, other], RULE.common_share)
+    assert word_leak("今天开完会，在车里哭了一场。总觉得带不好新团队。", hidden, common, RULE) >= RULE.overlap
+    assert word_leak("周末去西湖边喝茶，天气真好。", hidden, common, RULE) == 0.0
+
+
+def test_terms_in_many_statements_are_not_distinctive():
+    statements = [f"Maya worked a shift on the ward with patient {n}." for n in range(40)] + [HIDDEN]
+    common = CommonTerms(statements, 0.05)
+    assert {"maya", "the", "ward", "shift"} <= common.common
+    assert {"sobbed", "cupboard", "paediatrics"} <= common.distinctive(HIDDEN)
+
+
+def _plan(medium: str, evidence: list[int]) -> SimpleNamespace:
+    return SimpleNamespace(medium=medium, evidence=evidence)
+
+
+def test_plan_problems_and_the_code_reroute():
+    public = RULE.public_media
+    plans = [_plan("social_post", [1, 2]), _plan("diary", [3])]
+    assert plan_privacy_problems(plans, frozenset({2}), public) == [{"trace": 1, "medium": "social_post",
+                                                                       "evidence": 2}]
+    routed, changed = route_private(plans, 3, frozenset({2}), public, "diary")
+    assert changed and routed == [(0, "social_post", [1]), (1, "diary", [2, 3])], "the private one moves"
+    only_public = [_plan("social_post", [1]), _plan("photo_caption", [2])]
+    assert plan_privacy_problems(only_public, frozenset({2}), public)[-1]["trace"] == 0
+    routed, changed = route_private(only_public, 2, frozenset({2}), public, "diary")
+    assert changed and routed == [(0, "social_post", [1]), (1, "diary", [2])], "the plan listing it changes medium"
+    routed, changed = route_private(plans[1:], 3, frozenset(), public, "diary")
+    assert not changed and routed == [(0, "diary", [1, 2, 3])], "no private evidence: only the usual carry-all"
+
+
+# --------------------------------------------------------------------------- the traces stage, scripted answers
+
+CONFIG = "[traces]\ntraces_per_event = 1\nprivacy_repairs = 1\nvoice_wave_days = 21\n"
+
+
+def _inputs(directory, early: list[Evidence], late: list[Evidence]) -> tuple[list[Event], list[Evidence]]:
+    events, _ = _write_trace_inputs(directory)
+    evidence = [*early, *late]
+    write_atomic(directory / "evidence.jsonl", evidence)
+    return events, evidence
+
+
+def _evidence(eid: str, event: str, statement: str, private: bool) -> Evidence:
+    return Evidence(id=eid, persona_id=PID, event_id=event, kind="emotion" if private else "fact",
+                    statement=statement, arc_ids=["arc0"], private=private)
+
+
+def _plans(medium: str, evidence: list[int]) -> str:
+    return json.dumps({"traces": [{"reasons": "r", "medium": medium, "intent": "i", "audience": "a",
+                                   "key_information": "k", "evidence": evidence, "delay_hours": 2}]})
+
+
+def _text(content: str) -> str:
+    return json.dumps({"content": content})
+
+
+def test_a_public_plan_of_private_evidence_is_replanned_then_rerouted_by_code(tmp_path):
+    _inputs(tmp_path / PID, [], [_evidence("ev1", "e_late", ERRAND, False), _evidence("ev2", "e_late", HIDDEN, True)])
+    stubborn = _plans("social_post", [1, 2])
+    fake = run(tmp_path, "traces", CONFIG, [stubborn, stubborn, _text("Dear diary, a long shift again today.")])
+    plans = [r for r in fake.seen if "traces" in r.json_schema["properties"]]
+    assert len(plans) == 2 and plans[1].sample == 1
+    assert "carries private evidence 2" in plans[1].messages[-1]["content"], "the re-plan names the problem"
+    assert "(private: the person keeps this to themself" in plans[0].messages[-1]["content"]
+    (trace,) = read_records(tmp_path / PID / "traces.jsonl", Trace)
+    assert (trace.medium, trace.evidence_ids, trace.privacy_plan) == ("diary", ["ev1", "ev2"], "rerouted")
+    check = PersonaCheck(tmp_path / PID)
+    check.run()
+    assert "privacy" not in check.kinds
+
+
+def test_a_public_trace_that_gives_away_a_private_statement_is_rewritten(tmp_path):
+    early = [_evidence("ev1", "e_quiet", HIDDEN, True)]
+    late = [_evidence("ev2", "e_late", ERRAND, False)]
+    _inputs(tmp_path / PID, early, late)
+    script = [_plans("diary", [1]), _text("Dear diary: " + HIDDEN),  # the quiet event: its private diary
+              _plans("social_post", [1]), _text(LEAKING), _text(CLEAN)]  # the late one: a post that leaks once
+    fake = run(tmp_path, "traces", CONFIG, script)
+    assert not fake.script
+    rewrite = fake.seen[-1]
+    assert rewrite.sample == 1 and HIDDEN in rewrite.messages[-1]["content"], "the rewrite names what to keep hidden"
+    assert HIDDEN not in fake.seen[-2].messages[-1]["content"], "a first draft is not primed with the secret"
+    traces = {t.event_id: t for t in read_records(tmp_path / PID / "traces.jsonl", Trace)}
+    post = traces["e_late"]
+    assert (post.medium, post.content, post.privacy_rewrites) == ("social_post", CLEAN, 1)
+    assert traces["e_quiet"].privacy_rewrites == 0
+
+    check = PersonaCheck(tmp_path / PID)
+    check.run()
+    assert "privacy" not in check.kinds, check.problems
+    figures = collect(tmp_path)["privacy"][PID]
+    assert figures["leak_rate"] == 0.0 and figures["rewritten_rate"] == 1.0 and figures["public_traces"] == 1
+
+    # the leak put back by hand: validate names it, stats counts it
+    rows = [t.model_copy(update={"content": LEAKING}) if t.event_id == "e_late" else t for t in traces.values()]
+    write_atomic(tmp_path / PID / "traces.jsonl", rows)
+    check = PersonaCheck(tmp_path / PID)
+    problems = check.run()
+    found = [p for p, k in zip(problems, check.kinds, strict=True) if k == "privacy"]
+    assert len(found) == 1 and "private evidence ev1" in found[0] and "social_post is public" in found[0]
+    assert collect(tmp_path)["privacy"][PID]["words_rate"] == 1.0
+
+
+def test_the_index_exposes_only_private_evidence_of_the_phase_up_to_the_trace():
+    events = [Event(id=e, persona_id=PID, phase_id=ph, time=dt.datetime(2022, 1, day, 9), title=e, description="d",
+                    location="l", participant_ids=[]) for e, ph, day in [("a", "p1", 2), ("b", "p1", 9),
+                                                                          ("c", "p2", 3)]]
+    evidence = [_evidence(f"v{e}", e, f"{HIDDEN} ({e})", True) for e in "abc"]
+    index = PrivacyIndex(events, evidence, RULE)
+    trace = Trace(id="t", persona_id=PID, event_id="a", evidence_ids=[], medium="social_post",
+                  time=dt.datetime(2022, 1, 5, 9), intent="i", audience="a", content=LEAKING)
+    assert [i for i, _ in index.exposed(trace)] == ["va"], "not a later event's, not another phase's"
