@@ -39,6 +39,12 @@ def model_table() -> dict:
     return _load(CONFIG_DIR / "models.toml")
 
 
+def recorded_section(config: dict, name: str) -> dict:
+    """A section of a dataset's recorded config over the shipped `[defaults]`: a dataset made before a key existed
+    is read with that key's default."""
+    return {**_load(CONFIG_DIR / "presets.toml")["defaults"].get(name, {}), **(config.get(name) or {})}
+
+
 def preset_config(preset: str, user_config: Path | None = None) -> dict:
     """The preset's settings (before per-persona scale overrides), every section checked against its typed model:
     an unknown key or a wrong type is one line naming the file, the section and the key."""

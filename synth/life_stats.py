@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from synth.models import Event, MajorEvent, Person, Persona, Phase, Trace
+from synth.timeline_gaps import all_gaps
 
 _WORD = re.compile(r"[\u4e00-\u9fff]|[^\W_]+", re.UNICODE)
 
@@ -47,9 +48,7 @@ def month_counts(times: Sequence[dt.datetime], start: dt.date, end: dt.date) -> 
 
 def gaps(times: Sequence[dt.datetime], start: dt.date, end: dt.date) -> list[int]:
     """Days without a trace between consecutive trace days, the timeline's start and end included as edges."""
-    days = sorted({t.date() for t in times if start <= t.date() <= end})
-    edges = [start - dt.timedelta(days=1), *days, end + dt.timedelta(days=1)]
-    return [(b - a).days - 1 for a, b in zip(edges, edges[1:], strict=False)]
+    return [g.days for g in all_gaps((t.date() for t in times), start, end)]
 
 
 def everyday_share(traces: Sequence[Trace], events: Sequence[Event], phases: Sequence[Phase],
@@ -75,6 +74,8 @@ def persona_life(persona: Persona, traces: Sequence[Trace], events: Sequence[Eve
         "gap_days_median": statistics.median(holes) if holes else 0,
         "gaps_over_limit": sum(1 for g in holes if g > max_gap_days),
         "max_gap_days": max_gap_days,
+        # events code moved (inside their phases) to close a gap the model's days left (synth.timeline_gaps)
+        "redated_share": round(sum(e.redated_from is not None for e in events) / len(events), 4) if events else 0.0,
         "everyday_share": round(everyday_share(traces, events, phases, majors), 4),
         "distinct_2": round(distinct_2(texts), 4),
         "repeated_openings": round(repeated_openings(texts), 4),

@@ -157,6 +157,7 @@ class Event(Record):
     description: str
     location: str
     participant_ids: list[str]
+    redated_from: dt.datetime | None = None  # the model's time, when code moved the event to close a gap
 
 
 class Evidence(Record):

@@ -40,9 +40,9 @@ class LeakRule:
     def of(cls, traces: Mapping[str, Any]) -> LeakRule:
         """From a `[traces]` section (settings or a dataset.json's recorded config); keys a dataset made before
         the check lacks come from the shipped defaults."""
-        from synth.conf import CONFIG_DIR, _load
+        from synth.conf import recorded_section
 
-        section = {**_load(CONFIG_DIR / "presets.toml")["defaults"]["traces"], **traces}
+        section = recorded_section({"traces": dict(traces)}, "traces")
         return cls(frozenset(section["public_media"]), float(section["leak_overlap"]),
                    int(section["leak_min_matches"]), float(section["leak_common_share"]))
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from synth import rules
+from synth.conf import recorded_section
 from synth.jsonl import read_records
 from synth.life_stats import media_mix, persona_life
 from synth.models import (
@@ -170,7 +171,7 @@ def collect(out: Path) -> dict:
             life[directory.name] = persona_life(
                 persona[0], traces, events,
                 _read(directory / "phases.jsonl", Phase), _read(directory / "major_events.jsonl", MajorEvent),
-                _read(directory / "people.jsonl", Person), int(config.get("events", {}).get("max_gap_days", 10)))
+                _read(directory / "people.jsonl", Person), int(recorded_section(config, "events")["max_gap_days"]))
         kept = _read(directory / "final.jsonl", FinalItem)
         chats += _read(directory / "chats.jsonl", ChatDay)
         dialogues += _read(directory / "lifelog.jsonl", LifelogDialogue)
@@ -211,13 +212,14 @@ def collect(out: Path) -> dict:
 
 def _life_table(data: dict) -> Table:
     table = Table(title="a lived life: traces per month, gaps, everyday share, variety, cast", title_justify="left")
-    cols = ("persona", "traces/month min", "median", "longest gap (days)", "gaps over limit", "everyday share",
-            "distinct-2", "repeated openings", "cast start → end", "places")
+    cols = ("persona", "traces/month min", "median", "longest gap (days)", "gaps over limit", "events re-dated",
+            "everyday share", "distinct-2", "repeated openings", "cast start → end", "places")
     for col in cols:
         table.add_column(col, justify="left" if col == "persona" else "right")
     for pid, row in data["life"].items():
         table.add_row(pid, str(row["traces_per_month_min"]), f"{row['traces_per_month_median']:g}",
                       str(row["gap_days_max"]), f"{row['gaps_over_limit']} (> {row['max_gap_days']})",
+                      f"{row['redated_share']:.1%}",
                       f"{row['everyday_share']:.1%}", f"{row['distinct_2']:.3f}", f"{row['repeated_openings']:.1%}",
                       f"{row['cast_start']} → {row['cast_end']}", str(row["places"]))
     return table

@@ -97,8 +97,8 @@ class PersonaCheck:
         for check in (self.check_persona, self.check_duplicates, self.check_references, self.check_containment,
                       self.check_major_event_order, self.check_arc_alignment, self.check_snapshot_chain,
                       self.check_arc_phases,
-                      self.check_evidence_carried, self.check_privacy, self.check_causality, self.check_mcq_shape,
-                      self.check_medium_span, self.check_lifelog_plan,
+                      self.check_evidence_carried, self.check_privacy, self.check_trace_gaps, self.check_causality,
+                      self.check_mcq_shape, self.check_medium_span, self.check_lifelog_plan,
                       self.check_translations):
             self.kind = check.__name__.removeprefix("check_")
             check()
@@ -508,6 +508,24 @@ class PersonaCheck:
             for trace in _parsed([record], Trace):
                 for leak in index.leaks(trace):
                     self.flag("traces.jsonl", record, f"{trace.medium} is public but {leak.describe()}")
+
+    def check_trace_gaps(self) -> None:
+        """The longest stretch without a trace (synth.timeline_gaps): none longer than `[events] max_gap_days`
+        inside the timeline, unless it overlaps a major event of a travel seed."""
+        from synth.conf import recorded_section
+        from synth.models import EventSeed, MajorEvent
+        from synth.timeline_gaps import open_gaps, travel_spans
+
+        start, end = as_date(self.persona.get("start")), as_date(self.persona.get("end"))
+        if not self.has("traces.jsonl") or start is None or end is None:
+            return
+        events = recorded_section(recorded_config(self.dir.parent), "events")
+        travel = travel_spans(_parsed(self.records.get("major_events.jsonl", []), MajorEvent),
+                              _parsed(self.records.get("seeds.jsonl", []), EventSeed), events["travel_seeds"])
+        days = [day for day in (day_of(t.get("time")) for _, t in self.each("traces.jsonl")) if day is not None]
+        for gap in open_gaps(days, start, end, int(events["max_gap_days"]), travel):
+            self.flag("traces.jsonl", "-", f"no trace for {gap.days} days ({gap.after} to {gap.before}), more than "
+                                           f"max_gap_days {events['max_gap_days']}")
 
     def check_causality(self) -> None:
         traces = self.by_id.get("traces.jsonl", {})

@@ -179,8 +179,9 @@ def test_broken_json_line_is_a_violation_not_a_crash(handmade_dataset):
     lines = path.read_text().splitlines()
     lines[1] = lines[1][: len(lines[1]) // 2]
     path.write_text("\n".join(lines) + "\n[1, 2]\n")
-    problems = exactly(handmade_dataset, {"parse", "evidence_carried"})  # the cut trace no longer carries its evidence
-    only(problems, "traces.jsonl: line 2: not valid JSON", "line 5: not a JSON object")
+    # the cut trace no longer carries its evidence, and its day has no trace: a 19-day gap
+    problems = exactly(handmade_dataset, {"parse", "evidence_carried", "trace_gaps"})
+    only(problems, "traces.jsonl: line 2: not valid JSON", "line 5: not a JSON object", "no trace for 19 days")
 
 
 def test_garbage_values_do_not_crash(handmade_dataset):

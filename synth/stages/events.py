@@ -33,6 +33,7 @@ from synth.stages.common import (
     state_map,
     unique_labels,
 )
+from synth.timeline_gaps import close_gaps, travel_spans
 
 
 @lru_cache(maxsize=None)
@@ -189,17 +190,27 @@ class EventsRun:
                                     max_tokens=answer_tokens(self.ctx, estimate))
         return build_events(self.persona, phase, people, self.arc_ids, answer)
 
-    async def run(self) -> None:
+    async def run(self) -> dict[str, list]:
+        """Every phase's events (one concurrent unit each), then the gaps closed on dates (`close_gaps`)."""
         await self.ctx.units([(phase.id, partial(self.generate, phase)) for phase in self.ctx.phases])
+        done = self.ctx.collected()
+        events = [Event.model_validate(r) for r in done["events.jsonl"]]
+        seeds = self.ctx.read("seeds.jsonl") if (self.ctx.dir / "seeds.jsonl").is_file() else []
+        travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)
+        limit = max(1, self.section.max_gap_days - self.section.gap_room_days)
+        events = close_gaps(events, {p.id: p for p in self.phases}, self.persona.start, self.persona.end, limit,
+                            travel)
+        return {"events.jsonl": events, "evidence.jsonl": done["evidence.jsonl"]}
 
 
-async def run(ctx: StageContext) -> None:
-    await EventsRun(ctx).run()
+async def run(ctx: StageContext) -> dict[str, list]:
+    return await EventsRun(ctx).run()
 
 
 STAGE = Stage(
     name="events",
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "people.jsonl"),
+    optional_reads=("seeds.jsonl",),  # which major events are travel (their gaps are allowed)
     writes=("events.jsonl", "evidence.jsonl"),
     templates=("events_generate.j2",),
     tasks=("events",),

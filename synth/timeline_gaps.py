@@ -1,0 +1,96 @@
+"""The longest stretch without a trace, enforced on dates: the events stage re-dates events inside their phases so
+no stretch of days without one is longer than the limit (leaving room for the traces' delay), and `synth validate`
+reports every stretch of days without a trace still longer than `max_gap_days` — except while the person travels
+(a major event of a seed in `[events] travel_seeds`), when a quiet record is what a real one looks like."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from synth.models import Event, EventSeed, MajorEvent, Phase
+
+Span = tuple[dt.date, dt.date]
+
+
+def travel_spans(majors: Iterable[MajorEvent], seeds: Iterable[EventSeed], travel: Iterable[str]) -> list[Span]:
+    """The days of the major events whose seed is a travel seed (by name)."""
+    names = set(travel)
+    travelling = {s.id for s in seeds if s.name in names}
+    return sorted((m.start, m.end) for m in majors if m.seed_id in travelling)
+
+
+def _overlaps(lo: dt.date, hi: dt.date, spans: Sequence[Span]) -> bool:
+    return any(a <= hi and lo <= b for a, b in spans)
+
+
+@dataclass(frozen=True)
+class Gap:
+    after: dt.date  # the last day with a trace (the day before the timeline for a gap at its start)
+    before: dt.date  # the next day with one (the day after the timeline for a gap at its end)
+
+    @property
+    def days(self) -> int:
+        return (self.before - self.after).days - 1
+
+
+def all_gaps(days: Iterable[dt.date], start: dt.date, end: dt.date) -> list[Gap]:
+    """The stretches between consecutive days of `days` inside [start, end], the timeline's edges included."""
+    marks = sorted({d for d in days if start <= d <= end})
+    edges = [start - dt.timedelta(days=1), *marks, end + dt.timedelta(days=1)]
+    return [Gap(a, b) for a, b in zip(edges, edges[1:], strict=False)]
+
+
+def open_gaps(days: Iterable[dt.date], start: dt.date, end: dt.date, limit: int,
+              travel: Sequence[Span] = ()) -> list[Gap]:
+    """The stretches of more than `limit` days inside [start, end] with none of `days`, unless they overlap a
+    travel span; the timeline's edges count as days with a record."""
+    return [g for g in all_gaps(days, start, end) if g.days > limit
+            and not _overlaps(g.after + dt.timedelta(days=1), g.before - dt.timedelta(days=1), travel)]
+
+
+def close_gaps(events: Sequence[Event], phases: dict[str, Phase], start: dt.date, end: dt.date, limit: int,
+               travel: Sequence[Span] = ()) -> list[Event]:
+    """Events re-dated (the day only; the time of day is kept) so no stretch of more than `limit` days is without
+    an event, where that is possible by moving an event inside its own phase and keeping the time order. Walking
+    forward, an event after too long a stretch moves back to the stretch's last allowed day, or its phase's first
+    day if that comes later; if the stretch is still too long, the event before it moves later as far as its phase
+    and the stretch behind it allow. At the end, the last event moves later the same way. Stretches overlapping
+    travel are left as they are. A moved event records its model-given time in `redated_from`. Returns the events
+    in time order."""
+    out: list[Event] = []
+    for event in sorted(events, key=lambda e: (e.time, e.id)):
+        previous = out[-1].time.date() if out else start - dt.timedelta(days=1)
+        day, phase = event.time.date(), phases.get(event.phase_id)
+        if (phase is None or (day - previous).days - 1 <= limit
+                or _overlaps(previous + dt.timedelta(days=1), day - dt.timedelta(days=1), travel)):
+            out.append(event)
+            continue
+        target = max(previous + dt.timedelta(days=limit + 1), phase.start)
+        event = _moved(event, target) if target < day else event
+        if out and (event.time.date() - previous).days - 1 > limit:
+            _later(out, phases, start, event.time.date(), limit)
+        out.append(event)
+    if out and (end - out[-1].time.date()).days > limit and not _overlaps(out[-1].time.date(), end, travel):
+        _later(out, phases, start, end + dt.timedelta(days=1), limit)
+    return out
+
+
+def _later(out: list[Event], phases: dict[str, Phase], start: dt.date, before: dt.date, limit: int) -> None:
+    """Move the last event of `out` later, just enough to leave at most `limit` days before `before` (the next
+    event's day, or the day after the timeline) if it can: never past its phase's end, the day before `before`, or
+    what the stretch behind it allows."""
+    last, phase = out[-1], phases.get(out[-1].phase_id)
+    if phase is None:
+        return
+    behind = out[-2].time.date() if len(out) > 1 else start - dt.timedelta(days=1)
+    needed = max(last.time.date(), before - dt.timedelta(days=limit + 1))  # just enough to close the stretch
+    target = min(phase.end, before - dt.timedelta(days=1), behind + dt.timedelta(days=limit + 1), needed)
+    if target > last.time.date():
+        out[-1] = _moved(last, target)
+
+
+def _moved(event: Event, day: dt.date) -> Event:
+    return event.model_copy(update={"time": dt.datetime.combine(day, event.time.time()),
+                                    "redated_from": event.redated_from or event.time})

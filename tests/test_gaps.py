@@ -1,0 +1,119 @@
+"""The longest gap without a trace, enforced on dates (synth.timeline_gaps): events re-dated inside their phases,
+travel exempt, the events stage applying it to a scripted timeline, `synth validate` reporting what is left."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from synth.jsonl import read_records, write_atomic
+from synth.models import Event, EventSeed, MajorEvent, Phase, Snapshot, Trace
+from synth.timeline_gaps import close_gaps, open_gaps, travel_spans
+from synth.validate import PersonaCheck
+from tests.test_stages_generation import _write_phase_inputs
+from tests.test_stages_generation import run as run_stages_for
+
+START, END = dt.date(2022, 1, 1), dt.date(2022, 2, 11)
+SNAP = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="work", arc_status={})
+
+
+def _phase(pid: str, lo: int, hi: int) -> Phase:
+    return Phase(id=pid, persona_id="p", major_event_id="m", index=0, title="t", description="d",
+                 start=START + dt.timedelta(days=lo), end=START + dt.timedelta(days=hi), snapshot_before=SNAP,
+                 snapshot_after=SNAP)
+
+
+def _event(eid: str, phase: str, day: int) -> Event:
+    return Event(id=eid, persona_id="p", phase_id=phase, time=dt.datetime.combine(START + dt.timedelta(days=day),
+                                                                                   dt.time(18, 30)),
+                 title=eid, description="d", location="l", participant_ids=[])
+
+
+def _days(events: list[Event]) -> list[int]:
+    return [(e.time.date() - START).days for e in events]
+
+
+def test_a_gap_is_closed_by_moving_events_inside_their_phases():
+    phases = {"a": _phase("a", 0, 20), "b": _phase("b", 21, 41)}
+    # the model put everything at the phases' ends: days 0-17 and 21-37 have nothing
+    events = [_event("a1", "a", 18), _event("a2", "a", 19), _event("b1", "b", 38), _event("b2", "b", 40)]
+    assert [g.days for g in open_gaps([e.time.date() for e in events], START, END, 8)] == [18, 18]
+    fixed = close_gaps(events, phases, START, END, 8)
+    assert _days(fixed) == [8, 17, 26, 35], "each to the last day that keeps the stretch behind it at 8"
+    assert open_gaps([e.time.date() for e in fixed], START, END, 8) == []
+    assert all(e.time.time() == dt.time(18, 30) for e in fixed), "only the day moves"
+    assert all(e.redated_from is not None for e in fixed)
+    assert fixed[0].redated_from == events[0].time
+    for event in fixed:  # containment: each stays inside its phase
+        assert phases[event.phase_id].start <= event.time.date() <= phases[event.phase_id].end
+
+
+def test_the_event_before_a_gap_moves_later_when_the_one_after_cannot_move_back():
+    # a fake tiny run's timeline: an everyday phase to Jan 24 with its events on Jan 5 and 7, the next phase's
+    # first event on Jan 26; limit 12
+    phases = {"a": _phase("a", 0, 23), "b": _phase("b", 24, 28)}
+    events = [_event("a1", "a", 4), _event("a2", "a", 6), _event("b1", "b", 25)]
+    fixed = close_gaps(events, phases, START, START + dt.timedelta(days=30), 12)
+    assert _days(fixed) == [4, 11, 24], "b1 to its phase's first day, a2 later just enough"
+    assert open_gaps([e.time.date() for e in fixed], START, START + dt.timedelta(days=30), 12) == []
+
+
+def test_a_gap_no_event_can_reach_stays_and_travel_is_exempt():
+    phases = {"a": _phase("a", 0, 5), "b": _phase("b", 30, 41)}
+    events = [_event("a1", "a", 2), _event("b1", "b", 35), _event("b2", "b", 40)]
+    fixed = close_gaps(events, phases, START, END, 8)
+    assert _days(fixed)[:2] == [5, 30], "b1 moves to its phase's start, no earlier; a1 to its phase's end"
+    assert [g.days for g in open_gaps([e.time.date() for e in fixed], START, END, 8)] == [24]
+    trip = [(START + dt.timedelta(days=6), START + dt.timedelta(days=29))]
+    assert _days(close_gaps(events, phases, START, END, 8, trip)) == [2, 35, 40], "no move across a trip"
+    assert open_gaps([e.time.date() for e in events], START, END, 8, trip) == []
+    seeds = [EventSeed(id="s1", persona_id="p", name="long_trip_abroad", title="t", description="d",
+                       origin="predefined"),
+             EventSeed(id="s2", persona_id="p", name="move", title="t", description="d", origin="predefined")]
+    majors = [MajorEvent(id=f"m{i}", persona_id="p", index=i, title="t", description="d", start=START,
+                         end=END, arc_states=[], seed_id=s) for i, s in enumerate(["s1", "s2"])]
+    assert travel_spans(majors, seeds, ["long_trip_abroad"]) == [(START, END)]
+
+
+def test_the_events_stage_redates_a_scripted_timeline_and_validate_reports_a_remaining_gap(tmp_path):
+    """Two major events (Jan 1-10, Jan 15-20) of one phase each, the timeline to Feb 11; the model puts both events
+    of each phase on its day 5 (Jan 6, Jan 20). With max_gap_days 6 and 1 day of room (events at most 5 days
+    apart), the second phase's first event moves to its phase's first day (Jan 15) and the first phase's second
+    event later (Jan 9); the stretch after the last phase cannot be closed by re-dating: a validate finding."""
+    d = tmp_path / "p01_maya"
+    _, majors = _write_phase_inputs(d)
+    write_atomic(d / "phases.jsonl", [
+        Phase(id=f"ph{m.index}", persona_id="p01_maya", major_event_id=m.id, index=0, title="t", description="d",
+              start=m.start, end=m.end, snapshot_before=SNAP, snapshot_after=SNAP, arc_states=m.arc_states)
+        for m in majors])
+    write_atomic(d / "people.jsonl", [])
+    answer = json.dumps({"events": [
+        {"title": f"e{n}", "description": "d", "location": "ward", "day": 5, "hour": 9, "minute": n,
+         "participants": [], "evidence": [{"kind": "fact", "statement": "s", "arcs": ["Arc 0"], "private": False}] * 2}
+        for n in range(2)]})
+    config = tmp_path / "c.toml"
+    config.write_text("[events]\nmin_events = 2\nmax_events = 2\nmax_gap_days = 6\ngap_room_days = 1\n")
+    fake = run_stages_for(tmp_path, "p01_maya", config, names=["events"], script=[answer] * 2)
+    assert not fake.script and len(fake.seen) == 2, "one scripted answer per phase, none repaired"
+    events = read_records(d / "events.jsonl", Event)
+    assert [e.time.date().isoformat() for e in events] == ["2022-01-06", "2022-01-09", "2022-01-15", "2022-01-20"]
+    moved = {(e.title, e.redated_from) for e in events if e.redated_from is not None}
+    assert moved == {("e0", dt.datetime(2022, 1, 20, 9, 0)), ("e1", dt.datetime(2022, 1, 6, 9, 1))}
+
+    traces = [Trace(id=f"t{i}", persona_id="p01_maya", event_id=e.id, evidence_ids=[], medium="diary",
+                    time=e.time, intent="i", audience="a", content="text") for i, e in enumerate(events)]
+    write_atomic(d / "traces.jsonl", traces)
+    (tmp_path / "dataset.json").write_text(json.dumps({"config": {"events": {"max_gap_days": 6}}}))
+    found = [p for p, k in zip(*_run(d), strict=True) if k == "trace_gaps"]
+    assert len(found) == 1 and "no trace for 22 days (2022-01-20 to 2022-02-12), more than max_gap_days 6" in found[0]
+    write_atomic(d / "traces.jsonl", [t for t in traces if t.id != "t1"])  # the Jan 9 trace lost
+    found = [p for p, k in zip(*_run(d), strict=True) if k == "trace_gaps"]
+    assert len(found) == 2 and "no trace for 8 days (2022-01-06 to 2022-01-15)" in found[0]
+    (tmp_path / "dataset.json").write_text(json.dumps({"config": {"events": {"max_gap_days": 30}}}))
+    assert "trace_gaps" not in _run(d)[1], "the limit is the dataset's recorded one"
+
+
+def _run(directory) -> tuple[list[str], list[str]]:
+    check = PersonaCheck(directory)
+    problems = check.run()
+    return problems, check.kinds
