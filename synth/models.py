@@ -139,7 +139,7 @@ class Phase(Record):
 
 class Person(Record):
     """One entry of a persona's registry of people and places (people.jsonl): the relations, then whoever a phase
-    introduced, with the phase and day of their first appearance."""
+    or an event introduced, with the phase (and event) and day of their first appearance."""
 
     kind: Literal["person", "place"]
     name: str
@@ -148,6 +148,7 @@ class Person(Record):
     origin: Literal["relation", "introduced"]
     first_phase_id: str | None = None
     first_date: dt.date | None = None
+    first_event_id: str | None = None  # introduced by an event's answer (synth.stages.events), not a phase's
 
 
 class Event(Record):
@@ -461,6 +462,7 @@ FILES: dict[str, type[Record]] = {
     "arcs.jsonl": LifeArc,
     "major_events.jsonl": MajorEvent,
     "phases.jsonl": Phase,
+    "phase_people.jsonl": Person,  # the registry as the phases left it (the events stage adds its own newcomers)
     "people.jsonl": Person,
     "events.jsonl": Event,
     "evidence.jsonl": Evidence,

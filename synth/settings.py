@@ -49,6 +49,7 @@ class EventsSettings(Section):
     everyday_share: float = Field(ge=0, lt=1)  # target share of everyday events (and so traces) in the persona's
     max_gap_days: int = Field(ge=1)  # an everyday phase gets at least one event per this many days
     recent_phases: int = Field(ge=0)  # the phases before a phase, shown to its events prompt (continuity)
+    new_people: int = Field(ge=0)  # an event may add at most this many people (and as many places) to the registry
     gap_room_days: int = Field(ge=0)  # events are re-dated to leave at most max_gap_days minus this without one
     travel_seeds: list[str]  # seed names of major events during which the person travels (gaps allowed)
 

@@ -26,6 +26,8 @@ QUESTION_FILES = ("qa.jsonl", "mcq.jsonl", "final.jsonl", "rejected.jsonl")
 # The files whose items are asked: causality, references and (for the MCQ-shaped ones) the choice layout.
 ASKED_FILES = ("qa.jsonl", "mcq.jsonl", "final.jsonl")
 MCQ_FILES = ("mcq.jsonl", "final.jsonl")
+# The registry as the phases left it, and as the events completed it: the second repeats the first's entries.
+REGISTRY_FILES = ("phase_people.jsonl", "people.jsonl")
 
 
 def validate_dataset(out: Path) -> list[str]:
@@ -216,7 +218,8 @@ class PersonaCheck:
             if {"final.jsonl", "rejected.jsonl"} <= set(names):
                 self.flag("rejected.jsonl", rid, "duplicate id: the item is also in final.jsonl (both accepted "
                                                  "and rejected)")
-            elif len(names) > 1 and not all(n in QUESTION_FILES for n in names):
+            elif len(names) > 1 and not (all(n in QUESTION_FILES for n in names)
+                                         or all(n in REGISTRY_FILES for n in names)):
                 self.flag(names[-1], rid, f"duplicate id: also in {', '.join(names[:-1])}")
 
     # ---- referential integrity
@@ -248,9 +251,11 @@ class PersonaCheck:
         """The ids events, evidence and traces name (phases, relations of the persona, events, arcs, evidence)."""
         relations = {r.get("id") for r in dict_list(self.persona.get("relations"))}
         relations |= {p["id"] for _, p in self.each("people.jsonl") if p.get("kind") == "person"}
-        for name, record in self.each("people.jsonl"):
+        for name, record in self.each(*REGISTRY_FILES):
             if record.get("first_phase_id") is not None:
                 self.refs(name, record, "first_phase_id", [record.get("first_phase_id")], "phases.jsonl")
+            if record.get("first_event_id") is not None:
+                self.refs(name, record, "first_event_id", [record.get("first_event_id")], "events.jsonl")
         for name, record in self.each("events.jsonl"):
             self.refs(name, record, "phase_id", [record.get("phase_id")], "phases.jsonl")
             # participants point into people.jsonl too: not checked when a partial check did not load it

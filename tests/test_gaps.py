@@ -86,7 +86,7 @@ def test_the_events_stage_redates_a_scripted_timeline_and_validate_reports_a_rem
         Phase(id=f"ph{m.index}", persona_id="p01_maya", major_event_id=m.id, index=0, title="t", description="d",
               start=m.start, end=m.end, snapshot_before=SNAP, snapshot_after=SNAP, arc_states=m.arc_states)
         for m in majors])
-    write_atomic(d / "people.jsonl", [])
+    write_atomic(d / "phase_people.jsonl", [])
     answer = json.dumps({"events": [
         {"title": f"e{n}", "description": "d", "location": "ward", "day": 5, "hour": 9, "minute": n,
          "participants": [], "evidence": [{"kind": "fact", "statement": "s", "arcs": ["Arc 0"], "private": False}] * 2}

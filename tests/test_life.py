@@ -135,11 +135,15 @@ def test_a_fake_run_lives_every_new_path(tmp_path):
     assert all(p.arc_states for p in phases)
     introduced = [p for p in people if p.origin == "introduced"]
     assert introduced and all(p.first_phase_id for p in introduced), "phases added people or places"
+    assert any(p.first_event_id for p in people), "events added people or places too"
+    evidence = read_records(d / "evidence.jsonl", FILES["evidence.jsonl"])
+    assert {e.private for e in evidence} == {True, False}, "the fake marks some evidence private"
     relations = {p.id for p in people if p.origin == "relation"}
     assert relations and {i for e in events for i in e.participant_ids} - relations <= {p.id for p in introduced}
     check = PersonaCheck(d)
     problems = check.run()
-    assert not [p for p, k in zip(problems, check.kinds, strict=True) if k in ("arc_phases", "references")], problems
+    assert not [p for p, k in zip(problems, check.kinds, strict=True)
+                if k in ("arc_phases", "references", "duplicates", "privacy")], problems
     life = collect(tmp_path)["life"]["p01_maya"]
     assert 0 < life["everyday_share"] < 1 and life["cast_end"] >= life["cast_start"]
     assert 0 < life["distinct_2"] <= 1

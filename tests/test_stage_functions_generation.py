@@ -295,7 +295,8 @@ def test_phases_variables_render_their_templates(language):
 # ------------------------------------------------------------------------------------------ events
 
 EVENTS_SECTION = EventsSettings(events_per_week=3, min_events=2, max_events=8, min_evidence=2, max_evidence=4,
-                                everyday_share=0.33, max_gap_days=10, recent_phases=3)
+                                everyday_share=0.33, max_gap_days=10, recent_phases=3, new_people=1, gap_room_days=2,
+                                travel_seeds=[])
 
 
 def test_event_quota_is_proportional_to_the_phase_length_within_bounds():
@@ -325,7 +326,7 @@ def test_events_variables():
     assert variables == {**persona_and_arcs(persona(), arcs()), "event": variables["event"],
                          "phase": ph.model_dump(mode="json"), "days": 4, "count": 2, "min_evidence": 1,
                          "max_evidence": 3, "people": ["Sam", "Sam (2)"], "moves": [], "introduced": [],
-                         "recent": [], "holidays": []}
+                         "recent": [], "holidays": [], "newcomers": 0}
     assert variables["event"]["id"] == "m0" and len(variables["event"]["states"]) == 2
     text = "\n".join(m["content"] for m in render("events_generate.j2", language="en", **variables))
     assert "Sam (2)" in text

@@ -62,7 +62,7 @@ VARIABLES = {
                          "phase": {"title": "t", "description": "d", "start": "2022-01-01", "end": "2022-01-04"}},
     "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "days": 7, "count": 6,
                            "min_evidence": 2, "max_evidence": 4, "people": ["Sam"], "moves": MOVES,
-                           "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS},
+                           "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS, "newcomers": 1},
     "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": ["diary", "email"], "max_delay": 48,
                        "targets": {"diary": 67, "email": 33}, "suggested": ["diary", "email"],
                        "public": ["social_post"], "problems": [{"trace": 1, "medium": "social_post", "evidence": 1}]},

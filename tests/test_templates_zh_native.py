@@ -115,7 +115,7 @@ def _generation(name: str) -> dict:
         "phases_update.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP, "phase": PHASE, "moves": MOVES},
         "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "days": 7, "count": 6,
                                "min_evidence": 2, "max_evidence": 4, "people": ["周建国", "陈露"], "moves": MOVES,
-                               "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS},
+                               "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS, "newcomers": 1},
         "chats_day.j2": CHAT_DAY,
         "chats_validate.j2": {**CHAT_DAY, "lines": "[2023-02-06, 10:00:00] 周建国：周会怎么样？"},
         "chats_repair.j2": {**CHAT_DAY, "lines": [{"line": "[2023-02-06, 08:00:00] 林晓梅：还行。", "evidence": [1]}],

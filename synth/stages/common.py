@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from synth.models import ArcState, LifeArc, MajorEvent, Persona, Trace
+from pydantic import BaseModel
+
+from synth.models import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Trace, mint_id
 from synth.settings import DistractorsSettings, FilterSettings, QASettings
 from synth.stage import StageContext
 
@@ -131,3 +133,30 @@ class SpokenContext:
             self.evidence.setdefault(item.event_id, []).append(item)
         self.people = [p for p in ctx.people if p.kind == "person"]
         self.names = {**{r.id: r.name for r in self.persona.relations}, **{p.id: p.name for p in self.people}}
+
+
+class Newcomer(BaseModel):
+    """A person or place a phase or an event brings into the life: code mints its id and adds it to the registry."""
+
+    name: str
+    relation: str
+    description: str
+
+
+def newcomers(draft: BaseModel, owner_id: str, phase: Phase, day: dt.date, known: list[Person],
+              event_id: str | None = None) -> list[Person]:
+    """The people and places a phase's or an event's answer (`draft.new_people`, `draft.new_places`) introduced,
+    with ids minted from `owner_id`; a name already in the registry (or given twice) is the same one, not a
+    newcomer. `day`: their first appearance."""
+    taken = {p.name.strip().casefold() for p in known}
+    out = []
+    for kind, drafts in (("person", draft.new_people), ("place", draft.new_places)):
+        for i, item in enumerate(drafts):
+            name = item.name.strip()
+            if not name or name.casefold() in taken:
+                continue
+            taken.add(name.casefold())
+            out.append(Person(id=mint_id(owner_id, kind, i), persona_id=phase.persona_id, kind=kind, name=name,
+                              relation=item.relation.strip(), description=item.description.strip(),
+                              origin="introduced", first_phase_id=phase.id, first_date=day, first_event_id=event_id))
+    return out

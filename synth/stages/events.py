@@ -24,10 +24,12 @@ from synth.models import (
 from synth.settings import EventsSettings
 from synth.stage import Records, Stage, StageContext
 from synth.stages.common import (
+    Newcomer,
     answer_tokens,
     arc_label_ids,
     arc_moves,
     event_view,
+    newcomers,
     persona_and_arcs,
     relation_labels,
     state_map,
@@ -38,9 +40,10 @@ from synth.timeline_gaps import close_gaps, travel_spans
 
 @lru_cache(maxsize=None)
 def events_answer(days: int, people: tuple[str, ...], arcs: tuple[str, ...], count: int,
-                  min_evidence: int, max_evidence: int, min_arcs: int = 1) -> type[BaseModel]:
+                  min_evidence: int, max_evidence: int, min_arcs: int = 1, newcomers: int = 0) -> type[BaseModel]:
     """Detailed events with their evidence; days, people and arcs are bounded or enumerated by the schema.
-    Everyday evidence may move no arc (`min_arcs` 0): it is life, not a step of an arc."""
+    Everyday evidence may move no arc (`min_arcs` 0): it is life, not a step of an arc. An event may bring at most
+    `newcomers` people (they take part in it) and as many places into the registry, as a phase may."""
     evidence = create_model(
         "EvidenceDraft",
         kind=(EvidenceKind, ...),
@@ -58,23 +61,31 @@ def events_answer(days: int, people: tuple[str, ...], arcs: tuple[str, ...], cou
         minute=(int, Field(ge=0, le=59)),
         participants=(list[Literal[people]], Field(min_length=0, max_length=4)),
         evidence=(list[evidence], Field(min_length=min_evidence, max_length=max_evidence)),
+        new_people=(list[Newcomer], Field(default_factory=list, max_length=newcomers)),
+        new_places=(list[Newcomer], Field(default_factory=list, max_length=newcomers)),
     )
     return create_model("PhaseEvents", events=(list[event], Field(min_length=count, max_length=count)))
 
 
 def build_events(persona: Persona, phase: Phase, people: dict[str, str], arcs: dict[str, str],
-                 answer: BaseModel) -> dict[str, list]:
-    """Events in time order with minted ids; participant and arc labels mapped back to ids (deduplicated)."""
+                 answer: BaseModel, known: list[Person] | None = None) -> dict[str, list]:
+    """Events in time order with minted ids; participant and arc labels mapped back to ids (deduplicated). The
+    people and places an event introduces (`newcomers`, against the registry `known`) take part in it and go to
+    `people.jsonl`."""
     drafts = sorted(answer.events, key=lambda d: (d.day, d.hour, d.minute))
-    events, evidence = [], []
+    events, evidence, added = [], [], []
+    known = list(known or [])
     for i, draft in enumerate(drafts):
         day = phase.start + dt.timedelta(days=min(draft.day, (phase.end - phase.start).days))
         event_id = mint_id(phase.id, "event", i)
+        new = newcomers(draft, event_id, phase, day, known + added, event_id)
+        added += new
         events.append(Event(
             id=event_id, persona_id=persona.id, phase_id=phase.id,
             time=dt.datetime.combine(day, dt.time(draft.hour, draft.minute)), title=draft.title.strip(),
             description=draft.description.strip(), location=draft.location.strip(),
-            participant_ids=list(dict.fromkeys(people[name] for name in draft.participants)),
+            participant_ids=list(dict.fromkeys([*(people[name] for name in draft.participants),
+                                                *(p.id for p in new if p.kind == "person")])),
         ))
         for j, item in enumerate(draft.evidence):
             evidence.append(Evidence(
@@ -82,7 +93,24 @@ def build_events(persona: Persona, phase: Phase, people: dict[str, str], arcs: d
                 statement=item.statement.strip(), arc_ids=list(dict.fromkeys(arcs[label] for label in item.arcs)),
                 private=item.private,
             ))
-    return {"events.jsonl": events, "evidence.jsonl": evidence}
+    return {"events.jsonl": events, "evidence.jsonl": evidence, "people.jsonl": added}
+
+
+def merge_newcomers(events: list[Event], added: list[Person]) -> tuple[list[Event], list[Person]]:
+    """The events' newcomers over all phases (their units ran concurrently, each against the phases' registry): a
+    name introduced by two events is one person or place — the earliest (first day, then id) — and the later
+    event's participant id is mapped to it."""
+    kept: dict[tuple[str, str], Person] = {}
+    alias: dict[str, str] = {}
+    for person in sorted(added, key=lambda p: (p.first_date or dt.date.min, p.id)):
+        key = (person.kind, person.name.strip().casefold())
+        if key in kept:
+            alias[person.id] = kept[key].id
+        else:
+            kept[key] = person
+    events = [e.model_copy(update={"participant_ids": list(dict.fromkeys(alias.get(p, p) for p in e.participant_ids))})
+              if any(p in alias for p in e.participant_ids) else e for e in events]
+    return events, list(kept.values())
 
 
 @dataclass(frozen=True)
@@ -131,7 +159,8 @@ def events_variables(persona: Persona, arcs: list[LifeArc], major: MajorEvent, p
     context = {"moves": [], "introduced": [], "recent": [], "holidays": [], **(context or {})}
     return {**persona_and_arcs(persona, arcs), "event": event_view(major, arcs),
             "phase": phase.model_dump(mode="json"), "days": phase_days(phase), "count": quota.count,
-            "min_evidence": quota.min_evidence, "max_evidence": quota.max_evidence, "people": people, **context}
+            "min_evidence": quota.min_evidence, "max_evidence": quota.max_evidence, "people": people,
+            "newcomers": 0, **context}
 
 
 def registry_labels(people: list[Person], phase: Phase) -> dict[str, str]:
@@ -151,7 +180,7 @@ class EventsRun:
         self.arcs = ctx.arcs
         self.majors = {e.id: e for e in ctx.major_events}
         self.section: EventsSettings = ctx.section
-        self.people = ctx.people
+        self.people = ctx.read("phase_people.jsonl")  # the registry the phases grew; events add theirs
         self.arc_ids = arc_label_ids(self.arcs)
         self.phases = sorted(ctx.phases, key=lambda p: (p.start, p.index))
         self.quotas = self.plan_quotas()
@@ -182,25 +211,27 @@ class EventsRun:
         quota = self.quotas[phase.id]
         people = registry_labels(self.people, phase) or relation_labels(self.persona)
         model = events_answer(phase_days(phase), tuple(people), tuple(self.arc_ids), quota.count,
-                              quota.min_evidence, quota.max_evidence, 0 if self.everyday(phase) else 1)
+                              quota.min_evidence, quota.max_evidence, 0 if self.everyday(phase) else 1,
+                              self.section.new_people)
         variables = events_variables(self.persona, self.arcs, self.majors[phase.major_event_id], phase, quota,
-                                     list(people), self.context(phase))
+                                     list(people), {**self.context(phase), "newcomers": self.section.new_people})
         estimate = quota.count * (220 + quota.max_evidence * 90)
         answer = await self.ctx.ask("events", "events_generate.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, estimate))
-        return build_events(self.persona, phase, people, self.arc_ids, answer)
+        return build_events(self.persona, phase, people, self.arc_ids, answer, self.people)
 
     async def run(self) -> dict[str, list]:
         """Every phase's events (one concurrent unit each), then the gaps closed on dates (`close_gaps`)."""
         await self.ctx.units([(phase.id, partial(self.generate, phase)) for phase in self.ctx.phases])
         done = self.ctx.collected()
-        events = [Event.model_validate(r) for r in done["events.jsonl"]]
+        events, added = merge_newcomers([Event.model_validate(r) for r in done["events.jsonl"]],
+                                        [Person.model_validate(r) for r in done["people.jsonl"]])
         seeds = self.ctx.read("seeds.jsonl") if (self.ctx.dir / "seeds.jsonl").is_file() else []
         travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)
         limit = max(1, self.section.max_gap_days - self.section.gap_room_days)
         events = close_gaps(events, {p.id: p for p in self.phases}, self.persona.start, self.persona.end, limit,
                             travel)
-        return {"events.jsonl": events, "evidence.jsonl": done["evidence.jsonl"]}
+        return {"events.jsonl": events, "evidence.jsonl": done["evidence.jsonl"], "people.jsonl": [*self.people, *added]}
 
 
 async def run(ctx: StageContext) -> dict[str, list]:
@@ -209,11 +240,12 @@ async def run(ctx: StageContext) -> dict[str, list]:
 
 STAGE = Stage(
     name="events",
-    reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "people.jsonl"),
+    reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "phase_people.jsonl"),
     optional_reads=("seeds.jsonl",),  # which major events are travel (their gaps are allowed)
-    writes=("events.jsonl", "evidence.jsonl"),
+    writes=("events.jsonl", "evidence.jsonl", "people.jsonl"),
     templates=("events_generate.j2",),
     tasks=("events",),
     body=run,
-    help="events.jsonl, evidence.jsonl: dated detailed events per phase, with co-generated evidence",
+    help="events.jsonl, evidence.jsonl, people.jsonl: dated detailed events per phase, with co-generated evidence; "
+         "the registry with the people and places the events introduced",
 )

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, create_model
 from synth.calendar import holidays_between
 from synth.models import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Snapshot, mint_id
 from synth.stage import Records, Stage, StageContext
-from synth.stages.common import arc_moves, event_view, persona_and_arcs, state_map
+from synth.stages.common import Newcomer, arc_moves, event_view, newcomers, persona_and_arcs, state_map
 
 
 @lru_cache(maxsize=None)
@@ -26,14 +26,6 @@ def snapshot_answer(arcs: int) -> type[BaseModel]:
         focus=(str, ...),
         arc_status=(list[str], Field(min_length=arcs, max_length=arcs)),
     )
-
-
-class Newcomer(BaseModel):
-    """A person or place a phase brings into the life: code mints its id and adds it to the registry."""
-
-    name: str
-    relation: str
-    description: str
 
 
 @lru_cache(maxsize=None)
@@ -160,23 +152,6 @@ def relation_entries(persona: Persona) -> list[Person]:
                    description=r.description, origin="relation") for r in persona.relations]
 
 
-def newcomers(draft: BaseModel, phase: Phase, known: list[Person]) -> list[Person]:
-    """The people and places a phase introduced, with minted ids; a name already in the registry (or given twice)
-    is the same one, not a newcomer."""
-    taken = {p.name.strip().casefold() for p in known}
-    out = []
-    for kind, drafts in (("person", draft.new_people), ("place", draft.new_places)):
-        for i, item in enumerate(drafts):
-            name = item.name.strip()
-            if not name or name.casefold() in taken:
-                continue
-            taken.add(name.casefold())
-            out.append(Person(id=mint_id(phase.id, kind, i), persona_id=phase.persona_id, kind=kind, name=name,
-                              relation=item.relation.strip(), description=item.description.strip(),
-                              origin="introduced", first_phase_id=phase.id, first_date=phase.start))
-    return out
-
-
 class PhasesRun:
     """One run of the stage: the persona, its arcs and major events (in time order), shared by one sequential
     chain of phase units for the whole persona. The chain also grows the registry of people and places."""
@@ -199,7 +174,7 @@ class PhasesRun:
         """The registry as the chain's first `upto` units left it (the relations come with the first unit)."""
         known = [] if upto else relation_entries(self.persona)
         for key in self.keys[:upto]:
-            known += self.ctx.done_records(key, "people.jsonl", Person) or []
+            known += self.ctx.done_records(key, "phase_people.jsonl", Person) or []
         return known
 
     async def generate_phase(self, event: MajorEvent, k: int, count: int, position: int) -> Records:
@@ -223,9 +198,9 @@ class PhasesRun:
                                      update_variables(self.persona, self.arcs, event, before, phase, moves),
                                      self.snapshot_model)
         record = build_phase(self.persona, slot, phase, before, to_snapshot(updated, self.arcs), after_states)
-        added = newcomers(draft, record, known)
+        added = newcomers(draft, record.id, record, record.start, known)
         people = (relation_entries(self.persona) if position == 0 else []) + added
-        return {"phases.jsonl": [record], "people.jsonl": people}
+        return {"phases.jsonl": [record], "phase_people.jsonl": people}
 
     def chain(self) -> list[tuple[str, Callable[[], Awaitable[Records]]]]:
         """Every phase of every major event (and everyday stretch), each unit reading the ones before it."""
@@ -250,10 +225,10 @@ async def run(ctx: StageContext) -> None:
 STAGE = Stage(
     name="phases",
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl"),
-    writes=("phases.jsonl", "people.jsonl"),
+    writes=("phases.jsonl", "phase_people.jsonl"),
     templates=("phases_init.j2", "phases_generate.j2", "phases_update.j2"),
     tasks=("phases",),
     body=run,
-    help="phases.jsonl, people.jsonl: phases of each major event and everyday stretch, from a rolling snapshot; "
-         "the registry of people and places",
+    help="phases.jsonl, phase_people.jsonl: phases of each major event and everyday stretch, from a rolling "
+         "snapshot; the registry of people and places as the phases grow it (events add theirs: people.jsonl)",
 )

@@ -289,10 +289,10 @@ class TraceWriter:
         return answer.traces, routed, "rerouted" if rerouted else how
 
     def extra(self, event: Event, phase: Phase, max_delay: int) -> dict:
-        """The registry by the phase's start, the holidays from the event to the latest trace time, and whether
-        the event is everyday life."""
+        """The registry by the event's day (a phase's newcomers from its start, an event's from its day), the
+        holidays from the event to the latest trace time, and whether the event is everyday life."""
         people = [p.model_dump(mode="json") for p in self.people
-                  if p.origin == "introduced" and p.first_date is not None and p.first_date <= phase.start]
+                  if p.origin == "introduced" and p.first_date is not None and p.first_date <= event.time.date()]
         last = event.time + dt.timedelta(hours=max_delay)
         return {"people": people, "everyday": self.kinds.get(phase.major_event_id) == "everyday",
                 "holidays": holidays_between(self.country, self.ctx.language, event.time, last)}
