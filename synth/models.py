@@ -183,6 +183,8 @@ class Trace(Record):
     # private evidence or the medium; plus how many times the text was rewritten because it revealed a private one
     privacy_plan: str = ""
     privacy_rewrites: int = 0
+    privacy_judged: bool = False  # a judge read this public trace against its phase's private evidence
+    privacy_flagged: list[str] = []  # ... and found these revealed in the text kept (after the rewrites)
 
 
 # the media of spoken traces (a chat day, a lifelog dialogue); every other medium is written

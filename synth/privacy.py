@@ -157,4 +157,7 @@ def privacy_figures(traces: Sequence[Trace], events: Sequence[Event], evidence: 
         "replanned_rate": share(sum(t.privacy_plan == "replanned" for t in written), len(written)),
         "rerouted_rate": share(sum(t.privacy_plan == "rerouted" for t in written), len(written)),
         "rewritten_rate": share(sum(t.privacy_rewrites > 0 for t in public), len(public)),
+        # the judge (traces_privacy.j2) on the text kept: what the word check cannot see, a paraphrase
+        "judged": sum(t.privacy_judged for t in public),
+        "judge_flagged_rate": share(sum(bool(t.privacy_flagged) for t in public), sum(t.privacy_judged for t in public)),
     }

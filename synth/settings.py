@@ -76,6 +76,7 @@ class TracesSettings(Section):
     leak_min_matches: int = Field(ge=1)  # ... and at least this many of them
     leak_common_share: float = Field(gt=0, le=1)  # terms in more of the persona's statements are not distinctive
     privacy_repairs: int = Field(ge=0)  # re-plans, then rewrites, of a trace that reveals a private evidence
+    privacy_judge: bool  # a judge also reads each public trace against its phase's private evidence
 
     @model_validator(mode="after")
     def _some_medium(self) -> "TracesSettings":

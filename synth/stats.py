@@ -229,13 +229,14 @@ def _privacy_table(data: dict) -> Table:
     table = Table(title="public media never reveal what is hidden (model-free): public traces that still carry a "
                         "private evidence or repeat its words; repairs by the traces stage", title_justify="left")
     cols = ("persona", "private evidence", "public traces", "leak", "carried", "words", "re-planned", "re-routed",
-            "rewritten")
+            "rewritten", "judged", "judge: still revealed")
     for col in cols:
         table.add_column(col, justify="left" if col == "persona" else "right")
     for pid, row in data["privacy"].items():
         table.add_row(pid, f"{row['private_evidence_share']:.1%}", f"{row['public_traces']} ({row['public_share']:.1%})",
                       f"{row['leak_rate']:.1%}", f"{row['carried_rate']:.1%}", f"{row['words_rate']:.1%}",
-                      f"{row['replanned_rate']:.1%}", f"{row['rerouted_rate']:.1%}", f"{row['rewritten_rate']:.1%}")
+                      f"{row['replanned_rate']:.1%}", f"{row['rerouted_rate']:.1%}", f"{row['rewritten_rate']:.1%}",
+                      str(row["judged"]), f"{row['judge_flagged_rate']:.1%}")
     return table
 
 

@@ -73,7 +73,8 @@ def test_plan_problems_and_the_code_reroute():
 
 # --------------------------------------------------------------------------- the traces stage, scripted answers
 
-CONFIG = "[traces]\ntraces_per_event = 1\nprivacy_repairs = 1\nvoice_wave_days = 21\n"
+# the judge off: the model-free paths alone (the judge has its own test below)
+CONFIG = "[traces]\ntraces_per_event = 1\nprivacy_repairs = 1\nvoice_wave_days = 21\nprivacy_judge = false\n"
 
 
 def _inputs(directory, early: list[Evidence], late: list[Evidence]) -> tuple[list[Event], list[Evidence]]:
@@ -153,3 +154,29 @@ def test_the_index_exposes_only_private_evidence_of_the_phase_up_to_the_trace():
     trace = Trace(id="t", persona_id=PID, event_id="a", evidence_ids=[], medium="social_post",
                   time=dt.datetime(2022, 1, 5, 9), intent="i", audience="a", content=LEAKING)
     assert [i for i, _ in index.exposed(trace)] == ["va"], "not a later event's, not another phase's"
+
+
+def test_the_judge_catches_a_paraphrase_the_word_check_misses(tmp_path):
+    """A post that retells the secret in other words passes the lexical check; the judge (scripted) names it, the
+    post is rewritten with the secret named as hidden, and the judge's verdict on the kept text is recorded."""
+    early = [_evidence("ev1", "e_quiet", HIDDEN, True)]
+    late = [_evidence("ev2", "e_late", ERRAND, False)]
+    _inputs(tmp_path / PID, early, late)
+    paraphrase = "Rough week: broke down at work after my request to move to the children's ward was turned down."
+    verdict = lambda revealed: json.dumps({"revealed": revealed, "reason": "r"})  # noqa: E731
+    script = [_plans("diary", [1]), _text("Dear diary: " + HIDDEN),
+              _plans("social_post", [1]), _text(paraphrase), verdict([1]), _text(CLEAN), verdict([])]
+    config = CONFIG.replace("privacy_repairs = 1", "privacy_repairs = 2").replace("judge = false", "judge = true")
+    fake = run(tmp_path, "traces", config, script)
+    assert not fake.script
+    judges = [r for r in fake.seen if r.task == "traces_privacy"]
+    assert len(judges) == 2 and HIDDEN in judges[0].messages[-1]["content"]
+    assert paraphrase in judges[0].messages[-1]["content"] and judges[0].settings.temperature == 0.0
+    assert not [r for r in fake.seen if r.task == "traces_privacy" and "Dear diary" in r.messages[-1]["content"]], \
+        "a private medium is never judged"
+    rewrite = [r for r in fake.seen if r.task == "traces" and "content" in r.json_schema["properties"]][-1]
+    assert HIDDEN in rewrite.messages[-1]["content"]
+    post = next(t for t in read_records(tmp_path / PID / "traces.jsonl", Trace) if t.event_id == "e_late")
+    assert (post.content, post.privacy_rewrites, post.privacy_judged, post.privacy_flagged) == (CLEAN, 1, True, [])
+    figures = collect(tmp_path)["privacy"][PID]
+    assert figures["judged"] == 1 and figures["judge_flagged_rate"] == 0.0

@@ -66,6 +66,8 @@ VARIABLES = {
     "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": ["diary", "email"], "max_delay": 48,
                        "targets": {"diary": 67, "email": 33}, "suggested": ["diary", "email"],
                        "public": ["social_post"], "problems": [{"trace": 1, "medium": "social_post", "evidence": 1}]},
+    "traces_privacy.j2": {"medium": "social_post", "content": "Long shift, cried in the car after.",
+                          "statements": ["Maya cried in her car after the shift."]},
     "traces_write.j2": {**TRACE_CONTEXT, "medium": "social_post", "intent": "vent", "audience": "friends",
                         "key_information": "k", "carried": EVIDENCE, "time": "2022-01-04T20:00",
                         "min_words": 80, "max_words": 320,

@@ -28,7 +28,7 @@ FIELD_NAMES = {
     "why_wrong", "supported", "confidence", "truthfulness", "consistency", "covered_items", "helpfulness",
     "states_answer", "options",
     # the lived-life planner's fields (issue 15)
-    "new_people", "new_places", "relation", "reasons", "private",
+    "new_people", "new_places", "relation", "reasons", "private", "revealed",
     # the memory systems of synth eval (issue 16)
     "memories", "summary", "scene_tags", "emotion", "pattern_type", "trait_type", "claim", "level",
     # group chats and lifelog dialogue (issue 17)
@@ -142,6 +142,8 @@ def _generation(name: str) -> dict:
                            "targets": {m: 5 for m in MEDIA}, "suggested": MEDIA[:2], "public": ["moments", "weibo"],
                            "problems": [{"trace": 1, "medium": "weibo", "evidence": 2},
                                         {"trace": 0, "medium": "", "evidence": 2}]},
+        "traces_privacy.j2": {"medium": "moments", "content": "今天开完会在车里坐了很久。",
+                              "statements": ["她在车里哭了一场，觉得自己带不好团队。"]},
         "traces_write.j2": {**TRACE_CONTEXT, "medium": "search_history", "intent": "查资料", "audience": "自己",
                             "key_information": "周会的安排。", "carried": EVIDENCE, "time": "2023-02-06T21:00",
                             "min_words": 80, "max_words": 320,

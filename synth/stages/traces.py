@@ -23,6 +23,14 @@ from synth.stage import Records, Stage, StageContext
 from synth.stages.common import answer_tokens, arc_views
 
 
+@lru_cache(maxsize=None)
+def privacy_verdict(statements: int) -> type[BaseModel]:
+    """The privacy judge's answer: which of the numbered private statements the public text gives away."""
+    return create_model("PrivacyVerdict",
+                        revealed=(list[Literal[tuple(range(1, statements + 1))]], Field(max_length=statements)),
+                        reason=(str, ...))
+
+
 class TraceText(BaseModel):
     # minLength reaches a grammar-bound local model (it once wrote "content": ""); the check below refuses blank text
     content: str = Field(min_length=20)
@@ -245,6 +253,7 @@ class TraceWriter:
         self.rule = LeakRule.of(section.model_dump())
         self.privacy = PrivacyIndex(ctx.events, ctx.evidence, self.rule)
         self.privacy_repairs = section.privacy_repairs
+        self.privacy_judge = section.privacy_judge
         private = {m: w for m, w in self.weights.items() if m not in self.rule.public_media}
         self.private_medium = max(sorted(private), key=private.get) if private else None
 
@@ -306,18 +315,36 @@ class TraceWriter:
         voice = voice_reference(self.written, medium, time, *self.voice)
         variables = write_variables(context, plan, carried, time, self.words, voice, medium)
         tokens = answer_tokens(self.ctx, 3 * self.words[1] + 200)
-        trace, rewrites = None, 0
+        trace, rewrites, flagged = None, 0, []
         for round_ in range(self.privacy_repairs + 1):
             answer = await self.ctx.ask("traces", "traces_write.j2", variables, TraceText, check=has_content,
                                         max_tokens=tokens, sample=round_)
             trace = build_trace(answer, plan, event, carried, k, time, self.persona.id, medium)
-            leaks = self.privacy.leaks(trace)
-            if not leaks or round_ == self.privacy_repairs:
+            leaks = [leak.evidence_id for leak in self.privacy.leaks(trace)]
+            flagged = [] if leaks else await self.judged(trace, round_)
+            if not (leaks or flagged) or round_ == self.privacy_repairs:
                 break
             rewrites += 1
-            hidden = [self.privacy.evidence[leak.evidence_id].statement for leak in leaks]
-            variables = {**variables, "hidden": hidden}
-        return trace.model_copy(update={"privacy_rewrites": rewrites})
+            variables = {**variables, "hidden": [self.privacy.evidence[i].statement for i in leaks or flagged]}
+        return trace.model_copy(update={"privacy_rewrites": rewrites, "privacy_flagged": flagged,
+                                        "privacy_judged": self.judges(trace)})
+
+    def judges(self, trace: Trace) -> bool:
+        return (self.privacy_judge and trace.medium in self.rule.public_media
+                and bool(self.privacy.exposed(trace)))
+
+    async def judged(self, trace: Trace, sample: int) -> list[str]:
+        """The private evidence of the trace's phase that the judge finds given away in a public trace (none asked
+        when the judge is off, the medium is private or the phase hides nothing)."""
+        if not self.judges(trace):
+            return []
+        exposed = self.privacy.exposed(trace)
+        verdict = await self.ctx.ask("traces_privacy", "traces_privacy.j2",
+                                     {"medium": trace.medium, "content": trace.content,
+                                      "statements": [statement for _, statement in exposed]},
+                                     privacy_verdict(len(exposed)), sample=sample,
+                                     max_tokens=answer_tokens(self.ctx, 200))
+        return [exposed[i - 1][0] for i in dict.fromkeys(verdict.revealed)]
 
 
 def has_content(answer: TraceText) -> None:
@@ -380,8 +407,9 @@ STAGE = Stage(
            "evidence.jsonl"),
     optional_reads=("groups.jsonl", "chats.jsonl", "lifelog.jsonl"),  # needed only when the sources name them
     writes=("traces.jsonl",),
-    templates=("traces_plan.j2", "traces_write.j2"),
-    tasks=("traces",),
+    templates=("traces_plan.j2", "traces_write.j2", "traces_privacy.j2"),
+    tasks=("traces", "traces_privacy"),
+    judges=("traces_privacy",),
     body=run,
     help="traces.jsonl: digital traces per event, planned (medium, intent, audience, evidence) then written",
     token_file="traces.jsonl",  # the manifest records the persona's trace tokens
