@@ -50,7 +50,8 @@ class EventsSettings(Section):
     max_gap_days: int = Field(ge=1)  # an everyday phase gets at least one event per this many days
     recent_phases: int = Field(ge=0)  # the phases before a phase, shown to its events prompt (continuity)
     new_people: int = Field(ge=0)  # an event may add at most this many people (and as many places) to the registry
-    gap_room_days: int = Field(ge=0)  # events are re-dated to leave at most max_gap_days minus this without one
+    gap_room_days: int = Field(ge=0)
+    fill_gaps: bool  # a stretch no event can be moved into gets everyday events of its own (one call per stretch)  # events are re-dated to leave at most max_gap_days minus this without one
     travel_seeds: list[str]  # seed names of major events during which the person travels (gaps allowed)
 
     @model_validator(mode="after")

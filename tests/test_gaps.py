@@ -7,7 +7,7 @@ import datetime as dt
 import json
 
 from synth.jsonl import read_records, write_atomic
-from synth.models import Event, EventSeed, MajorEvent, Phase, Snapshot, Trace
+from synth.models import Event, EventSeed, MajorEvent, Phase, Snapshot, Trace, mint_id
 from synth.timeline_gaps import close_gaps, open_gaps, travel_spans
 from synth.validate import PersonaCheck
 from tests.test_stages_generation import _write_phase_inputs
@@ -111,6 +111,41 @@ def test_the_events_stage_redates_a_scripted_timeline_and_validate_reports_a_rem
     assert len(found) == 2 and "no trace for 8 days (2022-01-06 to 2022-01-15)" in found[0]
     (tmp_path / "dataset.json").write_text(json.dumps({"config": {"events": {"max_gap_days": 30}}}))
     assert "trace_gaps" not in _run(d)[1], "the limit is the dataset's recorded one"
+
+
+def test_a_stretch_no_event_can_reach_is_filled_with_everyday_events(tmp_path):
+    """One phase over the whole timeline whose model put both its events on its first morning: re-dating moves the
+    second to Jan 7 and no further (the stretch behind it), so the days from Jan 8 get everyday events of their own
+    (one call), placed by the filler's answer, then everything is re-dated again."""
+    d = tmp_path / "p01_maya"
+    _, majors = _write_phase_inputs(d)
+    whole = majors[0].model_copy(update={"start": START, "end": END})
+    write_atomic(d / "major_events.jsonl", [whole])
+    write_atomic(d / "phases.jsonl", [Phase(id="ph0", persona_id="p01_maya", major_event_id=whole.id, index=0,
+                                            title="t", description="d", start=START, end=END, snapshot_before=SNAP,
+                                            snapshot_after=SNAP, arc_states=whole.arc_states)])
+    write_atomic(d / "phase_people.jsonl", [])
+    draft = lambda n, day: {"title": f"e{n}", "description": "d", "location": "home", "day": day, "hour": 9,  # noqa: E731
+                            "minute": n, "participants": [],
+                            "evidence": [{"kind": "fact", "statement": "s", "arcs": [], "private": False}]}
+    first = json.dumps({"events": [{**draft(n, 0), "evidence": [{"kind": "fact", "statement": "s",
+                                                                  "arcs": ["Arc 0"], "private": False}] * 2}
+                                   for n in range(2)]})
+    filler = json.dumps({"events": [draft(n, 6 * n) for n in range(6)]})
+    config = tmp_path / "c.toml"
+    config.write_text("[events]\nevents_per_week = 0.34\nmin_events = 2\nmax_events = 8\nmax_gap_days = 6\n"
+                      "gap_room_days = 1\n")
+    fake = run_stages_for(tmp_path, "p01_maya", config, names=["events"], script=[first, filler])
+    assert not fake.script and len(fake.seen) == 2
+    asked = fake.seen[1].messages[-1]["content"]
+    assert "small everyday events" in asked and "day 0 is 2022-01-08" in asked
+    events = read_records(d / "events.jsonl", Event)
+    assert len(events) == 8
+    fillers = [e for e in events if e.id in {mint_id("ph0", "gap-2022-01-08", i) for i in range(6)}]
+    first_filler = min(fillers, key=lambda e: e.time)
+    assert len(fillers) == 6 and (first_filler.redated_from or first_filler.time).date() == dt.date(2022, 1, 8), \
+        "the filler's day 0 is the stretch's first day (re-dating may then move it)"
+    assert open_gaps([e.time.date() for e in events], START, END, 5) == []
 
 
 def _run(directory) -> tuple[list[str], list[str]]:

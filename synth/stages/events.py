@@ -35,7 +35,7 @@ from synth.stages.common import (
     state_map,
     unique_labels,
 )
-from synth.timeline_gaps import close_gaps, travel_spans
+from synth.timeline_gaps import close_gaps, open_gaps, travel_spans
 
 
 @lru_cache(maxsize=None)
@@ -68,16 +68,17 @@ def events_answer(days: int, people: tuple[str, ...], arcs: tuple[str, ...], cou
 
 
 def build_events(persona: Persona, phase: Phase, people: dict[str, str], arcs: dict[str, str],
-                 answer: BaseModel, known: list[Person] | None = None) -> dict[str, list]:
+                 answer: BaseModel, known: list[Person] | None = None, key: str = "event") -> dict[str, list]:
     """Events in time order with minted ids; participant and arc labels mapped back to ids (deduplicated). The
     people and places an event introduces (`newcomers`, against the registry `known`) take part in it and go to
-    `people.jsonl`."""
+    `people.jsonl`. `key` names the events' ids (`mint_id(phase id, key, i)`; a gap's filler has its own) and
+    `phase` may be a window of the phase (a filler's days)."""
     drafts = sorted(answer.events, key=lambda d: (d.day, d.hour, d.minute))
     events, evidence, added = [], [], []
     known = list(known or [])
     for i, draft in enumerate(drafts):
         day = phase.start + dt.timedelta(days=min(draft.day, (phase.end - phase.start).days))
-        event_id = mint_id(phase.id, "event", i)
+        event_id = mint_id(phase.id, key, i)
         new = newcomers(draft, event_id, phase, day, known + added, event_id)
         added += new
         events.append(Event(
@@ -207,30 +208,65 @@ class EventsRun:
                            for p in recent],
                 "holidays": holidays_between(self.country, self.ctx.language, phase.start, phase.end)}
 
-    async def generate(self, phase: Phase) -> Records:
-        quota = self.quotas[phase.id]
+    async def generate(self, phase: Phase, fill: Phase | None = None) -> Records:
+        """A phase's events; with `fill` (a window of days of the phase that no event could be moved into), the
+        small everyday events that fill it, one per `max_gap_days - gap_room_days` days."""
+        quota, major, window, key = self.quotas[phase.id], self.majors[phase.major_event_id], phase, "event"
+        if fill is not None:
+            quota = EventQuota(min(self.section.max_events, -(-phase_days(fill) // (self.limit + 1))), 1,
+                               max(1, min(2, self.section.min_evidence)))
+            major, window, key = major.model_copy(update={"kind": "everyday"}), fill, f"gap-{fill.start}"
         people = registry_labels(self.people, phase) or relation_labels(self.persona)
-        model = events_answer(phase_days(phase), tuple(people), tuple(self.arc_ids), quota.count,
-                              quota.min_evidence, quota.max_evidence, 0 if self.everyday(phase) else 1,
+        model = events_answer(phase_days(window), tuple(people), tuple(self.arc_ids), quota.count,
+                              quota.min_evidence, quota.max_evidence, 0 if major.kind == "everyday" else 1,
                               self.section.new_people)
-        variables = events_variables(self.persona, self.arcs, self.majors[phase.major_event_id], phase, quota,
-                                     list(people), {**self.context(phase), "newcomers": self.section.new_people})
+        variables = events_variables(self.persona, self.arcs, major, window, quota, list(people),
+                                     {**self.context(phase), "newcomers": self.section.new_people})
         estimate = quota.count * (220 + quota.max_evidence * 90)
         answer = await self.ctx.ask("events", "events_generate.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, estimate))
-        return build_events(self.persona, phase, people, self.arc_ids, answer, self.people)
+        return build_events(self.persona, window, people, self.arc_ids, answer, self.people, key)
 
-    async def run(self) -> dict[str, list]:
-        """Every phase's events (one concurrent unit each), then the gaps closed on dates (`close_gaps`)."""
-        await self.ctx.units([(phase.id, partial(self.generate, phase)) for phase in self.ctx.phases])
+    @property
+    def limit(self) -> int:
+        """The longest stretch of days without an event that leaves room for the traces' delay."""
+        return max(1, self.section.max_gap_days - self.section.gap_room_days)
+
+    def dated(self) -> tuple[list[Event], list[Person]]:
+        """Every unit's events so far, newcomers merged, re-dated to close the gaps (`close_gaps`)."""
         done = self.ctx.collected()
         events, added = merge_newcomers([Event.model_validate(r) for r in done["events.jsonl"]],
                                         [Person.model_validate(r) for r in done["people.jsonl"]])
+        return close_gaps(events, {p.id: p for p in self.phases}, self.persona.start, self.persona.end, self.limit,
+                          self.travel), added
+
+    def fillers(self, events: list[Event]) -> list[tuple[Phase, Phase]]:
+        """Per stretch still too long (outside travel): the phase holding its middle day and the window of the
+        stretch's days inside that phase."""
+        out = []
+        for gap in open_gaps([e.time.date() for e in events], self.persona.start, self.persona.end, self.limit,
+                             self.travel):
+            middle = gap.after + (gap.before - gap.after) / 2
+            phase = next((p for p in self.phases if p.start <= middle <= p.end), None)
+            if phase is not None:
+                lo, hi = max(phase.start, gap.after + dt.timedelta(days=1)), min(phase.end, gap.before - dt.timedelta(days=1))
+                out.append((phase, phase.model_copy(update={"start": lo, "end": hi})))
+        return out
+
+    async def run(self) -> dict[str, list]:
+        """Every phase's events (one concurrent unit each), re-dated to close the gaps; a stretch no event could be
+        moved into gets everyday events of its own (`[events] fill_gaps`), and everything is re-dated once more."""
         seeds = self.ctx.read("seeds.jsonl") if (self.ctx.dir / "seeds.jsonl").is_file() else []
-        travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)
-        limit = max(1, self.section.max_gap_days - self.section.gap_room_days)
-        events = close_gaps(events, {p.id: p for p in self.phases}, self.persona.start, self.persona.end, limit,
-                            travel)
+        self.travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)
+        await self.ctx.units([(phase.id, partial(self.generate, phase)) for phase in self.ctx.phases])
+        events, added = self.dated()
+        if self.section.fill_gaps:
+            work = [(f"gap:{phase.id}:{window.start}", partial(self.generate, phase, window))
+                    for phase, window in self.fillers(events)]
+            if work:
+                await self.ctx.units(work)
+                events, added = self.dated()
+        done = self.ctx.collected()
         return {"events.jsonl": events, "evidence.jsonl": done["evidence.jsonl"], "people.jsonl": [*self.people, *added]}
 
 
