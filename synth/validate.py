@@ -37,8 +37,8 @@ def validate_dataset(out: Path) -> list[str]:
 
 def violations(out: Path) -> list[tuple[str, str]]:
     """Every violation as (kind, line); the kind names the invariant: parse, persona, duplicates, references,
-    containment, major_event_order, arc_alignment, snapshot_chain, evidence_carried, causality, mcq_shape,
-    translations."""
+    containment, major_event_order, arc_alignment, snapshot_chain, arc_phases, evidence_carried, privacy,
+    trace_gaps, causality, mcq_shape, translations."""
     out = Path(out)
     if not out.is_dir():
         return [("dataset", f"{out}: no such dataset directory")]
@@ -98,9 +98,8 @@ class PersonaCheck:
                 self.load(name)
         for check in (self.check_persona, self.check_duplicates, self.check_references, self.check_containment,
                       self.check_major_event_order, self.check_arc_alignment, self.check_snapshot_chain,
-                      self.check_arc_phases,
-                      self.check_evidence_carried, self.check_privacy, self.check_trace_gaps, self.check_causality,
-                      self.check_mcq_shape, self.check_medium_span, self.check_lifelog_plan,
+                      self.check_arc_phases, self.check_evidence_carried, self.check_privacy, self.check_trace_gaps,
+                      self.check_causality, self.check_mcq_shape, self.check_medium_span, self.check_lifelog_plan,
                       self.check_translations):
             self.kind = check.__name__.removeprefix("check_")
             check()

@@ -186,6 +186,8 @@ class EventsRun:
         self.phases = sorted(ctx.phases, key=lambda p: (p.start, p.index))
         self.quotas = self.plan_quotas()
         self.country = ctx.settings.holiday_countries.get(ctx.language, "")
+        seeds = ctx.read("seeds.jsonl") if (ctx.dir / "seeds.jsonl").is_file() else []
+        self.travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)  # gaps allowed there
 
     def everyday(self, phase: Phase) -> bool:
         major = self.majors.get(phase.major_event_id)
@@ -256,8 +258,6 @@ class EventsRun:
     async def run(self) -> dict[str, list]:
         """Every phase's events (one concurrent unit each), re-dated to close the gaps; a stretch no event could be
         moved into gets everyday events of its own (`[events] fill_gaps`), and everything is re-dated once more."""
-        seeds = self.ctx.read("seeds.jsonl") if (self.ctx.dir / "seeds.jsonl").is_file() else []
-        self.travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)
         await self.ctx.units([(phase.id, partial(self.generate, phase)) for phase in self.ctx.phases])
         events, added = self.dated()
         if self.section.fill_gaps:
