@@ -1,28 +1,17 @@
 """Public media never reveal what the person hides: model-free checks that a trace of a public medium (a social
 post, Moments, Weibo …) neither carries evidence marked private nor repeats a private statement's distinctive
-words. The traces stage repairs with them, `synth validate` reports what is left, `synth stats` gives the rates."""
+words (the units `synth validate`'s label check recognises a statement by: `label_check.key_units`). The traces
+stage repairs with them, `synth validate` reports what is left, `synth stats` gives the rates."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from synth.label_check import key_units
 from synth.models import Event, Evidence, Trace
-
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
-_WORD = re.compile(r"[a-z0-9][a-z0-9'’-]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
-
-
-def terms(text: str) -> set[str]:
-    """The units the overlap counts: English words of three letters or more (lowercased), and Chinese character
-    bigrams inside runs of Chinese characters (a run of one is kept as it is)."""
-    found = {w.lower() for w in _WORD.findall(text) if len(w) >= 3}
-    for run in _CJK_RUN.findall(text):
-        found |= {run[i:i + 2] for i in range(len(run) - 1)} if len(run) > 1 else {run}
-    return found
 
 
 @dataclass(frozen=True)
@@ -55,7 +44,7 @@ class CommonTerms:
         counts: Counter = Counter()
         total = 0
         for statement in statements:
-            counts.update(terms(statement))
+            counts.update(key_units(statement))
             total += 1
         self.limit = max(1.0, share * total)
         self.common = {t for t, n in counts.items() if n > self.limit}
@@ -63,8 +52,8 @@ class CommonTerms:
     def distinctive(self, statement: str, allowed: Iterable[str] = ()) -> set[str]:
         """The statement's terms that are neither common nor in `allowed` (what the trace may say: the statements of
         the evidence it carries)."""
-        said = set().union(*(terms(a) for a in allowed)) if allowed else set()
-        return terms(statement) - self.common - said
+        said = set().union(*(key_units(a) for a in allowed)) if allowed else set()
+        return key_units(statement) - self.common - said
 
 
 @dataclass(frozen=True)
@@ -85,7 +74,7 @@ def word_leak(text: str, statement: str, common: CommonTerms, rule: LeakRule, al
     distinctive = common.distinctive(statement, allowed)
     if not distinctive:
         return 0.0
-    found = distinctive & terms(text)
+    found = distinctive & key_units(text)
     share = len(found) / len(distinctive)
     return share if len(found) >= rule.min_matches and share >= rule.overlap else 0.0
 

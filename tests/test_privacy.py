@@ -48,8 +48,8 @@ def test_the_check_reads_chinese_by_character_bigrams():
 def test_terms_in_many_statements_are_not_distinctive():
     statements = [f"Maya worked a shift on the ward with patient {n}." for n in range(40)] + [HIDDEN]
     common = CommonTerms(statements, 0.05)
-    assert {"maya", "the", "ward", "shift"} <= common.common
-    assert {"sobbed", "cupboard", "paediatrics"} <= common.distinctive(HIDDEN)
+    assert {"maya", "ward", "shift", "patient"} <= common.common
+    assert {"sobb", "cupboard", "paediatric"} <= common.distinctive(HIDDEN)
 
 
 def _plan(medium: str, evidence: list[int]) -> SimpleNamespace:
