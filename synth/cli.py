@@ -260,11 +260,11 @@ def status_command(out: Out = None, personas: Personas = None, persona: PersonaI
 def validate_command(out: Out = None, preset: Preset = None) -> None:
     """Check the invariants (containment, snapshot chain, references, causality); non-zero exit on any violation."""
     from synth.label_check import label_warnings
-    from synth.validate import validate_dataset
+    from synth.validate import privacy_warnings, validate_dataset
 
     target = _out(out, preset)
     violations = validate_dataset(target)
-    for line in label_warnings(target):
+    for line in [*label_warnings(target), *privacy_warnings(target)]:
         out_console.print(f"[yellow]?[/] {line}", highlight=False, soft_wrap=True)
     for v in violations:
         out_console.print(f"[red]✗[/] {v}", highlight=False, soft_wrap=True)

@@ -53,6 +53,20 @@ def violations(out: Path) -> list[tuple[str, str]]:
     return found
 
 
+def privacy_warnings(out: Path) -> list[str]:
+    """The public traces that repeat a private statement's distinctive words (synth.privacy's word check): a
+    lexical heuristic, so a warning beside the violations (as the label check's), counted by `synth stats`."""
+    found: list[str] = []
+    for directory in sorted(p.parent for p in Path(out).glob("*/persona.jsonl") if p.is_file()):
+        check = PersonaCheck(directory)
+        for name in ("events.jsonl", "evidence.jsonl", "traces.jsonl"):
+            if (directory / name).is_file():
+                check.load(name)
+        check.check_privacy()
+        found += check.warnings
+    return found
+
+
 def reference_problems(directory: Path, names: Iterable[str]) -> list[str]:
     """Duplicate and dangling ids among the named files of one persona directory (the inputs a stage is about to
     read), so a hand-edited input is refused before any model call; ids into files not named are not checked."""
@@ -78,6 +92,7 @@ class PersonaCheck:
         self.name = directory.name
         self.problems: list[str] = []
         self.kinds: list[str] = []  # the invariant each problem breaks (parallel to `problems`)
+        self.warnings: list[str] = []  # heuristic findings that do not fail validation (privacy_warnings)
         self.kind = "parse"
         self.records: dict[str, list[dict]] = {}  # file -> records (objects with a string id)
         self.by_id: dict[str, dict[str, dict]] = {}  # file -> id -> first record with that id
@@ -498,8 +513,9 @@ class PersonaCheck:
 
     def check_privacy(self) -> None:
         """Public media never reveal what the person hides (synth.privacy): no trace of a public medium carries
-        evidence marked private or repeats the distinctive words of a private statement of its phase. Thresholds
-        and public media come from the dataset's recorded config (dataset.json), else the shipped defaults."""
+        evidence marked private (a violation); one that repeats the distinctive words of a private statement of its
+        phase is a warning (`warnings`: the word check is a heuristic). Thresholds and public media come from the
+        dataset's recorded config (dataset.json), else the shipped defaults."""
         from synth.models import Event, Evidence, Trace
         from synth.privacy import LeakRule, PrivacyIndex
 
@@ -511,7 +527,11 @@ class PersonaCheck:
         for record in self.records.get("traces.jsonl", []):
             for trace in _parsed([record], Trace):
                 for leak in index.leaks(trace):
-                    self.flag("traces.jsonl", record, f"{trace.medium} is public but {leak.describe()}")
+                    line = f"{trace.medium} is public but {leak.describe()}"
+                    if leak.how == "carried":
+                        self.flag("traces.jsonl", record, line)
+                    else:
+                        self.warnings.append(f"{self.name}/traces.jsonl: {trace.id}: {line}")
 
     def check_trace_gaps(self) -> None:
         """The longest stretch without a trace (synth.timeline_gaps): none longer than `[events] max_gap_days`

@@ -12,7 +12,7 @@ from synth.models import Event, Evidence, Trace
 from synth.privacy import CommonTerms, LeakRule, PrivacyIndex, trace_leaks, word_leak
 from synth.stages.traces import plan_privacy_problems, route_private
 from synth.stats import collect
-from synth.validate import PersonaCheck
+from synth.validate import PersonaCheck, privacy_warnings
 from tests.test_stages_scripted import PID, _write_trace_inputs, run
 
 RULE = LeakRule.of({})  # the shipped defaults: social posts, photo captions, Moments and Weibo are public
@@ -135,14 +135,23 @@ def test_a_public_trace_that_gives_away_a_private_statement_is_rewritten(tmp_pat
     figures = collect(tmp_path)["privacy"][PID]
     assert figures["leak_rate"] == 0.0 and figures["rewritten_rate"] == 1.0 and figures["public_traces"] == 1
 
-    # the leak put back by hand: validate names it, stats counts it
+    # the leak put back by hand: validate warns (the word check is a heuristic), stats counts it
     rows = [t.model_copy(update={"content": LEAKING}) if t.event_id == "e_late" else t for t in traces.values()]
+    write_atomic(tmp_path / PID / "traces.jsonl", rows)
+    check = PersonaCheck(tmp_path / PID)
+    check.run()
+    assert "privacy" not in check.kinds and len(check.warnings) == 1
+    assert "private evidence ev1" in check.warnings[0] and "social_post is public" in check.warnings[0]
+    assert privacy_warnings(tmp_path) == check.warnings
+    assert collect(tmp_path)["privacy"][PID]["words_rate"] == 1.0
+    # a public trace that lists the private evidence is a violation
+    rows = [t.model_copy(update={"evidence_ids": ["ev1", "ev2"]}) if t.event_id == "e_late" else t for t in rows]
     write_atomic(tmp_path / PID / "traces.jsonl", rows)
     check = PersonaCheck(tmp_path / PID)
     problems = check.run()
     found = [p for p, k in zip(problems, check.kinds, strict=True) if k == "privacy"]
-    assert len(found) == 1 and "private evidence ev1" in found[0] and "social_post is public" in found[0]
-    assert collect(tmp_path)["privacy"][PID]["words_rate"] == 1.0
+    assert len(found) == 1 and "carries private evidence ev1" in found[0]
+    assert collect(tmp_path)["privacy"][PID]["carried_rate"] == 1.0
 
 
 def test_the_index_exposes_only_private_evidence_of_the_phase_up_to_the_trace():
