@@ -38,7 +38,7 @@ def validate_dataset(out: Path) -> list[str]:
 def violations(out: Path) -> list[tuple[str, str]]:
     """Every violation as (kind, line); the kind names the invariant: parse, persona, duplicates, references,
     containment, major_event_order, arc_alignment, snapshot_chain, arc_phases, evidence_carried, privacy,
-    trace_gaps, causality, mcq_shape, translations."""
+    trace_gaps, causality, mcq_shape, medium_span, lifelog_plan, translations."""
     out = Path(out)
     if not out.is_dir():
         return [("dataset", f"{out}: no such dataset directory")]
