@@ -6,12 +6,40 @@ reports every stretch of days without a trace still longer than `max_gap_days` �
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from synth.models import Event, EventSeed, MajorEvent, Phase
 
 Span = tuple[dt.date, dt.date]
+
+# A weekday (or the weekend) named in an event's text pins its weekday: such an event moves only by whole weeks, so a
+# "Saturday" in its description stays a Saturday (English day names; Chinese 星期/礼拜/周 + day, 周末).
+_WEEKDAY = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|\bweekends?\b|(星期|礼拜|周)[一二三四五六日天]|周末",
+                      re.IGNORECASE)
+
+
+def names_weekday(event: Event) -> bool:
+    return bool(_WEEKDAY.search(f"{event.title} {event.description}"))
+
+
+def _day_for(event: Event, lo: dt.date, hi: dt.date, want: dt.date, up: bool) -> dt.date | None:
+    """The day to move `event` to inside [lo, hi]: `want` (clamped), or, for an event whose text names a weekday,
+    the day of its own weekday that moves it least while reaching `want` (at or after it when moving later, at or
+    before it when moving earlier), else the one closest to `want`; None when no day of its weekday is in range."""
+    if lo > hi:
+        return None
+    if not names_weekday(event):
+        return min(max(want, lo), hi)
+    day = event.time.date()
+    same = [d for d in (day + dt.timedelta(weeks=k) for k in range(-60, 61)) if lo <= d <= hi and d != day]
+    if not same:
+        return None
+    reaching = [d for d in same if (d >= want if up else d <= want)]
+    if reaching:
+        return min(reaching) if up else max(reaching)
+    return max(same) if up else min(same)
 
 
 def travel_spans(majors: Iterable[MajorEvent], seeds: Iterable[EventSeed], travel: Iterable[str]) -> list[Span]:
@@ -67,8 +95,9 @@ def close_gaps(events: Sequence[Event], phases: dict[str, Phase], start: dt.date
                 or _overlaps(previous + dt.timedelta(days=1), day - dt.timedelta(days=1), travel)):
             out.append(event)
             continue
-        target = max(previous + dt.timedelta(days=limit + 1), phase.start)
-        event = _moved(event, target) if target < day else event
+        target = _day_for(event, max(phase.start, previous + dt.timedelta(days=1)), day - dt.timedelta(days=1),
+                          previous + dt.timedelta(days=limit + 1), up=False)
+        event = _moved(event, target) if target is not None and target < day else event
         if out and (event.time.date() - previous).days - 1 > limit:
             _later(out, phases, start, event.time.date(), limit)
         out.append(event)
@@ -85,9 +114,12 @@ def _later(out: list[Event], phases: dict[str, Phase], start: dt.date, before: d
     if phase is None:
         return
     behind = out[-2].time.date() if len(out) > 1 else start - dt.timedelta(days=1)
-    needed = max(last.time.date(), before - dt.timedelta(days=limit + 1))  # just enough to close the stretch
-    target = min(phase.end, before - dt.timedelta(days=1), behind + dt.timedelta(days=limit + 1), needed)
-    if target > last.time.date():
+    needed = before - dt.timedelta(days=limit + 1)  # just enough to close the stretch
+    if needed <= last.time.date():
+        return
+    cap = min(phase.end, before - dt.timedelta(days=1), behind + dt.timedelta(days=limit + 1))
+    target = _day_for(last, last.time.date() + dt.timedelta(days=1), cap, needed, up=True)
+    if target is not None and target > last.time.date():
         out[-1] = _moved(last, target)
 
 

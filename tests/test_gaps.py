@@ -152,3 +152,38 @@ def _run(directory) -> tuple[list[str], list[str]]:
     check = PersonaCheck(directory)
     problems = check.run()
     return problems, check.kinds
+
+
+def _named(eid: str, phase: str, day: int, description: str) -> Event:
+    return _event(eid, phase, day).model_copy(update={"description": description})
+
+
+def test_an_event_that_names_its_weekday_moves_by_whole_weeks_or_not_at_all():
+    phases = {"a": _phase("a", 0, 20), "b": _phase("b", 21, 41)}
+    events = [_event("a1", "a", 18), _named("a2", "a", 19, "Saturday brunch with her sister"),
+              _event("b1", "b", 38), _named("b2", "b", 40, "周六去爬山")]
+    fixed = close_gaps(events, phases, START, END, 8)
+    by_id = {e.id: e for e in fixed}
+    for eid in ("a2", "b2"):
+        before = next(e for e in events if e.id == eid).time.date()
+        after = by_id[eid].time.date()
+        assert after.weekday() == before.weekday(), f"{eid} keeps the weekday its text names"
+        assert (after - before).days % 7 == 0
+    assert _days([by_id["a2"], by_id["b2"]]) == [12, 26], "each a whole week earlier: as far as closes its stretch"
+    # pinned events close less than free ones would (the last stretch stays open), never more
+    left = max(g.days for g in open_gaps([e.time.date() for e in fixed], START, END, 8))
+    assert left < max(g.days for g in open_gaps([e.time.date() for e in events], START, END, 8))
+    # with no day of its weekday inside its phase and range, a named event stays where the model put it
+    short = {"a": _phase("a", 0, 20), "c": _phase("c", 30, 33)}
+    stuck = [_event("a1", "a", 2), _named("c1", "c", 33, "a quiet Wednesday at home")]
+    assert _days(close_gaps(stuck, short, START, START + dt.timedelta(days=33), 8))[1] == 33
+    assert _days(close_gaps([stuck[0], _event("c1", "c", 33)], short, START,
+                            START + dt.timedelta(days=33), 8))[1] == 30, "the same event unnamed moves"
+
+
+def test_weekday_names_are_recognised_in_english_and_chinese_but_not_in_ordinary_words():
+    from synth.timeline_gaps import names_weekday
+    assert names_weekday(_named("x", "a", 0, "Dinner on Fridays"))
+    assert names_weekday(_named("x", "a", 0, "礼拜天在家"))
+    assert names_weekday(_named("x", "a", 0, "weekend errands"))
+    assert not names_weekday(_named("x", "a", 0, "She sat in the sun and read"))
