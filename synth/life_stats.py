@@ -86,12 +86,17 @@ def persona_life(persona: Persona, traces: Sequence[Trace], events: Sequence[Eve
 
 
 def media_mix(by_language: dict[str, Counter], targets: dict[str, dict[str, float]]) -> dict[str, dict]:
-    """Per language: each medium's share of the traces next to its target share in the configured mix."""
+    """Per language: each medium of the configured mix, its share of the traces written in that mix next to its
+    target share; a medium outside the mix (the spoken sources: group chats, lifelog dialogue) gets its share of
+    all traces and no target, so the spoken traces do not make the written media look under their targets."""
     out: dict[str, dict] = {}
     for language, counts in sorted(by_language.items()):
-        total = sum(counts.values()) or 1
         weights = {k: float(v) for k, v in (targets.get(language) or {}).items() if float(v) > 0}
         norm = sum(weights.values()) or 1.0
-        out[language] = {m: {"share": round(counts.get(m, 0) / total, 4), "target": round(weights.get(m, 0) / norm, 4)}
-                         for m in sorted(set(counts) | set(weights))}
+        mixed = sum(n for m, n in counts.items() if m in weights) or 1
+        total = sum(counts.values()) or 1
+        out[language] = {m: {"share": round(counts.get(m, 0) / mixed, 4), "target": round(weights[m] / norm, 4)}
+                         for m in sorted(weights)}
+        out[language].update({m: {"share": round(n / total, 4), "target": None}
+                              for m, n in sorted(counts.items()) if m not in weights})
     return out

@@ -241,12 +241,14 @@ def _privacy_table(data: dict) -> Table:
 
 
 def _media_table(data: dict) -> Table:
-    table = Table(title="media mix per language: share of traces vs target", title_justify="left")
+    table = Table(title="media mix per language: share of the traces written in the mix vs target (a medium "
+                        "outside the mix, e.g. spoken: share of all traces)", title_justify="left")
     for col in ("language", "medium", "share", "target"):
         table.add_column(col, justify="left" if col in ("language", "medium") else "right")
     for language, rows in data["media_by_language"].items():
         for medium, row in rows.items():
-            table.add_row(language, medium, f"{row['share']:.1%}", f"{row['target']:.1%}")
+            target = "—" if row["target"] is None else f"{row['target']:.1%}"
+            table.add_row(language, medium, f"{row['share']:.1%}", target)
     return table
 
 

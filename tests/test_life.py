@@ -106,6 +106,10 @@ def test_realism_statistics_are_computed_from_the_text():
     mix = life_stats.media_mix({"zh": __import__("collections").Counter({"wechat_chat": 3, "diary": 1})},
                                {"zh": {"wechat_chat": 1, "diary": 1}})
     assert mix["zh"]["wechat_chat"] == {"share": 0.75, "target": 0.5}
+    spoken = life_stats.media_mix({"en": __import__("collections").Counter({"diary": 3, "email": 1, "group_chat": 4})},
+                                  {"en": {"diary": 3, "email": 1}})
+    assert spoken["en"]["diary"] == {"share": 0.75, "target": 0.75}, "written media measured against the written mix"
+    assert spoken["en"]["group_chat"] == {"share": 0.5, "target": None}, "spoken: share of all traces, no target"
 
 
 def test_a_fake_run_lives_every_new_path(tmp_path):
