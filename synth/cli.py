@@ -196,7 +196,9 @@ _STAGE_HELP = {
     "chats": "groups.jsonl, chats.jsonl: group chats per group and active day (sources with group_chat).",
     "lifelog": "lifelog_plan.jsonl, lifelog.jsonl: the year → month → week → day plan, then one ambient dialogue per "
                "event (sources with lifelog).",
-    "traces": "traces.jsonl: digital traces (plan, then write), plus the chat days and dialogues as traces.",
+    "variants": "variants.jsonl: relation-controlled variant sets (SubtleMemory): sessions, queries, references.",
+    "traces": "traces.jsonl: digital traces (plan, then write), plus the chat days, dialogues and kept variant "
+              "sessions as traces.",
     "qa": "qa.jsonl: sliding-window, two-step QA in 8 question types (and the extra types `[qa] types` lists).",
     "distractors": "mcq.jsonl: multiple choice with distractor refinement.",
     "filter": "final.jsonl, rejected.jsonl: the quality filters.",

@@ -13,13 +13,21 @@ from synth.personas import BigFive  # one definition: the seed's, re-exported fo
 Dimension = Literal["experience", "emotion", "opinion"]
 EvidenceKind = Literal["fact", "emotion", "opinion"]
 # CloneMem's eight types, plus EverMemBench's temporal duration and profile (style) questions, and questions that
-# need a written and a spoken trace together (each made only when `[qa] types` lists it)
+# need a written and a spoken trace together (each made only when `[qa] types` lists it), plus SubtleMemory's
+# relation types (made by the variants stage when `[variants] seeds_per_relation` asks for them)
 QuestionType = Literal[
     "factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "unanswerable",
     "temporal_duration", "profile_style", "written_spoken",
+    "relation_complementary_all", "relation_complementary_any", "relation_nuanced_temporal",
+    "relation_nuanced_contextual", "relation_contradictory",
 ]
 QUESTION_TYPES: tuple[str, ...] = QuestionType.__args__[:8]  # type: ignore[attr-defined]  # CloneMem's eight
-EXTRA_TYPES: tuple[str, ...] = QuestionType.__args__[8:]  # type: ignore[attr-defined]
+EXTRA_TYPES: tuple[str, ...] = QuestionType.__args__[8:11]  # type: ignore[attr-defined]
+RELATION_TYPES: tuple[str, ...] = QuestionType.__args__[11:]  # type: ignore[attr-defined]
+RelationType = Literal[
+    "relation_complementary_all", "relation_complementary_any", "relation_nuanced_temporal",
+    "relation_nuanced_contextual", "relation_contradictory",
+]
 DIMENSIONS: tuple[str, ...] = Dimension.__args__  # type: ignore[attr-defined]
 CHOICE_IDS = ("A", "B", "C", "D", "E")
 CANNOT_DETERMINE = {
@@ -185,6 +193,8 @@ class Trace(Record):
     privacy_rewrites: int = 0
     privacy_judged: bool = False  # a judge read this public trace against its phase's private evidence
     privacy_flagged: list[str] = []  # ... and found these revealed in the text kept (after the rewrites)
+    # provenance: a session of a relation-controlled variant set (variants.jsonl); "" for every other trace
+    variant_set_id: str = ""
 
 
 # the media of spoken traces (a chat day, a lifelog dialogue); every other medium is written
@@ -294,6 +304,60 @@ class LifelogPlan(Record):
     check: SpokenCheck
 
 
+class Variant(BaseModel):
+    """One member of a variant set: its statement, the condition it holds under (nuanced sets), the decisive
+    signal a session must let a reader recover without stating it, and its session (a trace of traces.jsonl)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    condition: str = ""
+    signal: str
+    trace_id: str
+    time: dt.datetime
+    medium: str
+    content: str  # the session itself (the traces stage folds a kept set's sessions into traces.jsonl)
+
+
+class SessionCheck(BaseModel):
+    """One variant session's checks: the model-free ones, then the judge's ("too hidden" / "too explicit")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int  # the variant's position in its set
+    rule_problems: list[str] = []  # model-free, on the last draft
+    recoverable: bool = True  # the judge: a careful reader can recover the variant (not too hidden)
+    implicit: bool = True  # the judge: the session does not announce it as a label (not too explicit)
+    reason: str = ""
+    repairs: int = 0
+    first_failures: list[str] = []  # what failed on the first draft (the rates in `synth stats`)
+
+
+class VariantSet(Record):
+    """A relation-controlled variant set (SubtleMemory): the seed evidence, the resolution target, the variants
+    with their sessions, the query with 3 accepted and 3 known-wrong answers, and every check's verdict."""
+
+    relation: RelationType
+    seed_evidence_id: str
+    event_id: str  # the seed evidence's event (the sessions' event_id)
+    arc_id: str
+    dimension: Dimension
+    target: str
+    variants: list[Variant]
+    query: str
+    question_time: dt.datetime
+    correct_answers: list[str]
+    wrong_answers: list[str]
+    min_gap_days: int
+    sessions: list[SessionCheck]
+    query_problems: list[str] = []  # model-free: keywords all in one session, recency words, reference shape
+    visible_answer: str = ""  # the no-context answerer's answer (visible-only check)
+    visible_label: str = ""  # the judge's label of it: CORRECT rejects the set
+    visible_reason: str = ""
+    kept: bool
+    reason: str = ""  # why not kept ("" when kept)
+
+
 class EvidenceRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -357,6 +421,10 @@ class QA(Record):
     counting_convention: str = ""  # temporal_duration: how the days are counted (synth.stages.qa_duration)
     timestamps_stripped: int = 0  # explicit timestamps the model-free rewrite took out of the question
     profile: Profile | None = None  # profile_style items: the member, the stored style and the 2×2 options
+    # relation items (the variants stage): their set, and SubtleMemory's accepted and known-wrong references
+    variant_set_id: str = ""
+    correct_answers: list[str] = []
+    wrong_answers: list[str] = []
 
 
 class Choice(BaseModel):
@@ -472,6 +540,7 @@ FILES: dict[str, type[Record]] = {
     "chats.jsonl": ChatDay,
     "lifelog.jsonl": LifelogDialogue,
     "lifelog_plan.jsonl": LifelogPlan,
+    "variants.jsonl": VariantSet,
     "traces.jsonl": Trace,
     "qa.jsonl": QA,
     "mcq.jsonl": MCQ,

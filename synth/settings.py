@@ -129,6 +129,35 @@ class LifelogSettings(Section):
         return self
 
 
+RelationKey = Literal["complementary_all", "complementary_any", "nuanced_temporal", "nuanced_contextual",
+                      "contradictory"]
+
+
+class VariantsSettings(Section):
+    """SubtleMemory's relation-controlled variant sets (synth variants)."""
+
+    seeds_per_relation: dict[RelationKey, int]  # seed facts (one variant set each) per relation type; 0 = none
+    set_size: dict[RelationKey, int]  # variants (hence sessions) per set
+    min_gap_days: int = Field(ge=1)  # two sessions of one set are at least this many days apart
+    max_ask_delay_days: int = Field(ge=1)  # the query is asked 1..N days after the set's last session
+    min_words: int = Field(ge=1)  # a session's length (Chinese: characters, times traces.zh_chars_per_word)
+    max_words: int = Field(ge=1)
+    max_repairs: int = Field(ge=0, le=2)  # rewrites of a session whose checks fail; then the set is rejected
+    min_query_keywords: int = Field(ge=1)  # the one-session check applies to a query with this many keywords
+    recency_words: dict[Literal["en", "zh"], list[str]]  # a query with one of these lets session order decide
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "VariantsSettings":
+        for key, size in self.set_size.items():
+            if not 2 <= size <= 4:
+                raise ValueError(f"set_size.{key}: {size} is outside 2..4")
+        if any(n < 0 for n in self.seeds_per_relation.values()):
+            raise ValueError("seeds_per_relation: a count below 0")
+        if self.min_words > self.max_words:
+            raise ValueError(f"min_words {self.min_words} is above max_words {self.max_words}")
+        return self
+
+
 class QASettings(Section):
     window_days: int = Field(ge=1)
     stride_days: int = Field(ge=1)
@@ -256,6 +285,7 @@ class Settings(Section):
     chats: ChatsSettings
     lifelog: LifelogSettings
     traces: TracesSettings
+    variants: VariantsSettings
     qa: QASettings
     distractors: DistractorsSettings
     filter: FilterSettings

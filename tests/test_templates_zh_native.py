@@ -38,6 +38,9 @@ FIELD_NAMES = {
     "fact", "style", "both_right", "style_wrong", "fact_wrong", "both_wrong",
     # the lifelog plan's answers and agenda kinds (issue 17)
     "themes", "key_events", "agenda", "work", "routine", "leisure", "social", "errand", "event",
+    # relation-controlled variants (issue 18)
+    "target", "variants", "condition", "signal", "query", "correct_answers", "wrong_answers", "recoverable",
+    "implicit", "CORRECT", "WRONG",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
@@ -149,7 +152,27 @@ def _generation(name: str) -> dict:
                             "min_words": 80, "max_words": 320,
                             "voice": [{"time": "2023-02-01T21:00", "content": "又是忙碌的一天。"}],
                             "hidden": ["她在车里哭了一场，觉得自己带不好团队。"]},
+        **{name: {**VARIANTS, **values} for name, values in VARIANT_TEMPLATES.items()},
     }.get(name)
+
+
+# relation-controlled variants (issue 18); tests/test_variants.py renders them under every relation
+VARIANT = {"text": "她冬天在家里的跑步机上跑步。", "condition": "冬天", "signal": "冬天只在跑步机上跑"}
+VARIANTS = {"relation": "nuanced_temporal", "variant": VARIANT, "target": "帮她安排明年一月的锻炼计划。",
+            "variants": [VARIANT, {**VARIANT, "text": "她夏天清晨去西湖边跑步。", "condition": "夏天"}],
+            "question": "帮我排一下一月份每周的锻炼安排。", "answer": "一月在家用跑步机。",
+            "correct_answers": ["一月在家用跑步机。", "冬天就在跑步机上练。", "一月安排室内跑步机。"],
+            "wrong_answers": ["一月清晨去西湖边跑。", "一月去健身房游泳。", "一月每天户外骑车。"]}
+VARIANT_TEMPLATES = {
+    "variants_set.j2": {"size": 3, "seed": {"statement": "她每周跑三次步。", "kind": "fact", "date": "2023-02-06"}},
+    "variants_session.j2": {"others": ["她夏天清晨去西湖边跑步。"], "medium": "phone_memo", "time": "2023-02-06T21:00",
+                            "min_words": 136, "max_words": 408, "problems": ["太隐晦：会话里没有信号的任何词"],
+                            "previous": "今天下雨。"},
+    "variants_check.j2": {"medium": "phone_memo", "content": "今天又在跑步机上跑了五公里，外面太冷了。"},
+    "variants_item.j2": {"question_time": "2023-02-20T20:00"},
+    "variants_visible.j2": {},
+    "variants_judge.j2": {},
+}
 
 
 def _qa(name: str, question_type: str) -> dict | None:

@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 from synth.stage import StageRegistry
-from synth.stages import arcs, chats, distractors, events, filter, lifelog, persona, phases, qa, traces, translate
+from synth.stages import (
+    arcs,
+    chats,
+    distractors,
+    events,
+    filter,
+    lifelog,
+    persona,
+    phases,
+    qa,
+    traces,
+    translate,
+    variants,
+)
 
 STAGES = StageRegistry(
     (module.STAGE.name, module.STAGE)
-    for module in (persona, arcs, phases, events, chats, lifelog, traces, qa, distractors, filter, translate)
+    for module in (persona, arcs, phases, events, chats, lifelog, variants, traces, qa, distractors, filter, translate)
 )

@@ -4,11 +4,13 @@ from an enum maps back to an id. Stages import these from here, never from each 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import random
 
 from pydantic import BaseModel
 
 from synth.models import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Trace, mint_id
-from synth.settings import DistractorsSettings, FilterSettings, QASettings
+from synth.settings import DistractorsSettings, FilterSettings, QASettings, TracesSettings
 from synth.stage import StageContext
 
 
@@ -42,6 +44,28 @@ def persona_and_arcs(persona: Persona, arcs: list[LifeArc]) -> dict:
 
 def arc_label_ids(arcs: list[LifeArc]) -> dict[str, str]:
     return {view["label"]: view["id"] for view in arc_views(arcs)}
+
+
+def media_weights(section: TracesSettings, language: str = "en") -> dict[str, float]:
+    """The persona's language's media mix (the English one when the language has none)."""
+    table = section.media.get(language) or section.media.get("en") or next(iter(section.media.values()))
+    return {name: float(w) for name, w in table.items() if float(w) > 0}
+
+
+def suggest_media(key: str, count: int, weights: dict[str, float]) -> list[str]:
+    """A deterministic weighted draw per event (distinct media while they last), so that over many events the
+    media follow the configured mix rather than a model's favourite."""
+    rng = random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
+    picks: list[str] = []
+    pool = dict(weights)
+    for _ in range(count):
+        if not pool:
+            pool = dict(weights)
+        names = sorted(pool)
+        choice = rng.choices(names, weights=[pool[n] for n in names])[0]
+        picks.append(choice)
+        del pool[choice]
+    return picks
 
 
 def answer_tokens(ctx: StageContext, estimate: int) -> int:

@@ -108,6 +108,11 @@ def arrange_profile(qa: QA, language: str, position: int) -> tuple[list[Choice],
     return choices, CHOICE_IDS[position], placed
 
 
+def relation_round(qa: QA, number: int) -> QA:
+    """A relation item as round `number` arranges it: its answer is the round's accepted reference."""
+    return qa.model_copy(update={"answer": qa.correct_answers[(number - 1) % len(qa.correct_answers)]})
+
+
 def options_of(choices: list[Choice]) -> dict[str, str]:
     return {c.id: c.text for c in choices}
 
@@ -246,22 +251,31 @@ class Refiner:
         history: list[RefinementRound] = []
         feedback: list[dict] = []
         choices, correct = [], "E"
-        for number in range(1, self.rounds + 1):
+        rounds = min(self.rounds, len(qa.correct_answers)) if qa.variant_set_id else self.rounds
+        for number in range(1, rounds + 1):
             choices, correct, verdict = await self.attempt(qa, number, feedback)
             history.append(verdict)
             if not verdict.too_easy:
                 break
             feedback.append(feedback_entry(verdict))
         # Out of rounds: the last options stand; the filter judges them again (and rejects what still fails).
+        if qa.variant_set_id:
+            qa = relation_round(qa, len(history))
         return {"mcq.jsonl": [build_mcq(qa, choices, correct, history)]}
 
     async def attempt(self, qa: QA, number: int, feedback: list[dict]) -> tuple[list[Choice], str, RefinementRound]:
         language = self.ctx.language
-        written = await self.ctx.ask("distractors", "distractors_write.j2",
-                                     write_variables(qa, self.persona, self.arcs, self.traces, self.section,
-                                                     language, feedback), DistractorSet,
-                                     max_tokens=answer_tokens(self.ctx, write_tokens(qa, language)))
-        texts = [d.text.strip() for d in written.distractors]
+        if qa.variant_set_id:
+            # A relation item's options are its references (SubtleMemory): round k puts accepted answer k among
+            # the three known-wrong ones — nothing to write; the same guard, validator and verify judge decide.
+            qa = relation_round(qa, number)
+            texts = list(qa.wrong_answers)
+        else:
+            written = await self.ctx.ask("distractors", "distractors_write.j2",
+                                         write_variables(qa, self.persona, self.arcs, self.traces, self.section,
+                                                         language, feedback), DistractorSet,
+                                         max_tokens=answer_tokens(self.ctx, write_tokens(qa, language)))
+            texts = [d.text.strip() for d in written.distractors]
         choices, correct = arrange(qa, texts, language, self.positions.get(qa.id, 0))
         return choices, correct, await self.judge(qa, choices, correct, number)
 

@@ -12,8 +12,10 @@ from synth import rules
 from synth.models import MCQ, Trace
 from synth.stats import answerable, distractor_texts, option_text
 
+# relation items needing every variant (complementary all) or the conflict between them (contradictory): one session
+# alone must not give the key away
 MULTI_POINT = ("comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "temporal_duration",
-               "written_spoken")
+               "written_spoken", "relation_complementary_all", "relation_contradictory")
 SPANNING = ("comparison", "trajectory")  # their evidence must also span min_span_days over two or more traces
 
 

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from synth import relations
 from synth.models import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.rules import strip_timestamps
 from synth.settings import QASettings
@@ -273,7 +274,8 @@ class Planner:
         self.persona = ctx.persona
         self.arc_by_id = {a.id: a for a in ctx.arcs}
         self.traces = ctx.traces_by_id
-        items = observable_evidence(ctx.evidence, self.traces.values(),
+        # a variant session carries its seed evidence only for its own relation item: the windows never see it
+        items = observable_evidence(ctx.evidence, [t for t in self.traces.values() if not t.variant_set_id],
                                     arc_states(ctx.events, ctx.phases, ctx.major_events))
         self.arc_items = {a.id: [e for e in items if a.id in e.arc_ids] for a in ctx.arcs}
         self.last_day = self.persona.end + dt.timedelta(days=self.section.question_grace_days)
@@ -335,6 +337,8 @@ async def run(ctx: StageContext) -> dict[str, list]:
     mixed = await mixed_items(ctx, planner.common, planner.arc_by_id, planner.last_day, HOURS, write_model)
     items = [qa for p, s in chosen for qa in ctx.done_records(write_key(p, s), "qa.jsonl", QA) or []]
     items += durations + profiles + mixed
+    if relations.wanted(ctx.settings.variants) and (ctx.dir / "variants.jsonl").is_file():
+        items += relations.relation_items(ctx.read("variants.jsonl"))  # written by `synth variants` (no call here)
     return {"qa.jsonl": [without_timestamps(qa) for qa in items]}
 
 
@@ -353,6 +357,8 @@ STAGE = Stage(
     templates=("qa_plan.j2", "qa_write.j2", "qa_duration.j2", "qa_profile.j2", "qa_mixed.j2"),
     tasks=("qa_plan", "qa_write"),
     body=run,
-    optional_reads=("groups.jsonl", "chats.jsonl"),  # profile_style items, when the persona has group chats
+    # profile_style items, when the persona has group chats; the relation items of the kept variant sets
+    optional_reads=("groups.jsonl", "chats.jsonl", "variants.jsonl"),
     help="Sliding-window trajectory segments per life arc → plan → question and first-person answer.",
+    config_keys=("variants",),  # whether the kept variant sets' relation items join
 )

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hashlib
-import random
 from functools import lru_cache, partial
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from synth import relations
 from synth.calendar import holidays_between
 from synth.llm.base import InputError
 from synth.llm.fake import estimate_tokens
@@ -20,7 +19,7 @@ from synth.privacy import LeakRule, PrivacyIndex
 from synth.settings import TracesSettings
 from synth.spoken import SPOKEN_FILES, spoken_traces
 from synth.stage import Records, Stage, StageContext
-from synth.stages.common import answer_tokens, arc_views
+from synth.stages.common import answer_tokens, arc_views, media_weights, suggest_media  # noqa: F401  (re-exported)
 
 
 @lru_cache(maxsize=None)
@@ -52,12 +51,6 @@ def plan_answer(media: tuple[str, ...], evidence: int, count: int, max_delay: in
     return create_model("TracePlans", traces=(list[plan], Field(min_length=count, max_length=count)))
 
 
-def media_weights(section: TracesSettings, language: str = "en") -> dict[str, float]:
-    """The persona's language's media mix (the English one when the language has none)."""
-    table = section.media.get(language) or section.media.get("en") or next(iter(section.media.values()))
-    return {name: float(w) for name, w in table.items() if float(w) > 0}
-
-
 def media_targets(weights: dict[str, float]) -> dict[str, int]:
     """The mix as whole percentages (what the planner is shown as a target over the persona's traces)."""
     total = sum(weights.values()) or 1.0
@@ -70,22 +63,6 @@ def length_limits(min_words: int, max_words: int, language: str, chars_per_word:
     if language == "zh":
         return round(min_words * chars_per_word), round(max_words * chars_per_word)
     return min_words, max_words
-
-
-def suggest_media(key: str, count: int, weights: dict[str, float]) -> list[str]:
-    """A deterministic weighted draw per event (distinct media while they last), so that over many events the
-    media follow the configured mix rather than a model's favourite."""
-    rng = random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
-    picks: list[str] = []
-    pool = dict(weights)
-    for _ in range(count):
-        if not pool:
-            pool = dict(weights)
-        names = sorted(pool)
-        choice = rng.choices(names, weights=[pool[n] for n in names])[0]
-        picks.append(choice)
-        del pool[choice]
-    return picks
 
 
 def carry_all(plans: list[list[int]], evidence: int, private: frozenset[int] = frozenset(),
@@ -382,7 +359,14 @@ async def run(ctx: StageContext) -> None:
     read = {name: ctx.read(name) if name in needed else [] for name in ("groups.jsonl", "chats.jsonl", "lifelog.jsonl")}
     spoken = spoken_traces(read["groups.jsonl"], read["chats.jsonl"], read["lifelog.jsonl"], ctx.events)
     if spoken:  # chat days and dialogues join as traces of their own media (no model call)
-        await ctx.units([("spoken", partial(_spoken, spoken))])
+        await ctx.units([("spoken", partial(_as_traces, spoken))])
+    if relations.wanted(ctx.settings.variants):
+        if not (ctx.dir / "variants.jsonl").is_file():
+            raise InputError(f"{ctx.dir / 'variants.jsonl'}: missing — run `synth variants` first "
+                             "([variants] seeds_per_relation asks for variant sets)")
+        sessions = [t for record in ctx.read("variants.jsonl") for t in relations.set_traces(record)]
+        if sessions:  # a kept variant set's sessions join as traces of the usual media (no model call)
+            await ctx.units([("variants", partial(_as_traces, sessions))])
 
 
 async def write_traces(ctx: StageContext) -> None:
@@ -397,7 +381,7 @@ async def write_traces(ctx: StageContext) -> None:
             writer.written += ctx.done_records(event.id, "traces.jsonl", Trace) or []
 
 
-async def _spoken(traces: list[Trace]) -> Records:
+async def _as_traces(traces: list[Trace]) -> Records:
     return {"traces.jsonl": traces}
 
 
@@ -405,7 +389,8 @@ STAGE = Stage(
     name="traces",
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "people.jsonl", "events.jsonl",
            "evidence.jsonl"),
-    optional_reads=("groups.jsonl", "chats.jsonl", "lifelog.jsonl"),  # needed only when the sources name them
+    # needed only when the sources name them (chats, lifelog) or [variants] asks for variant sets
+    optional_reads=("groups.jsonl", "chats.jsonl", "lifelog.jsonl", "variants.jsonl"),
     writes=("traces.jsonl",),
     templates=("traces_plan.j2", "traces_write.j2", "traces_privacy.j2"),
     tasks=("traces", "traces_privacy"),
@@ -413,5 +398,5 @@ STAGE = Stage(
     body=run,
     help="traces.jsonl: digital traces per event, planned (medium, intent, audience, evidence) then written",
     token_file="traces.jsonl",  # the manifest records the persona's trace tokens
-    config_keys=("sources",),
+    config_keys=("sources", "variants"),
 )

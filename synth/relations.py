@@ -1,0 +1,48 @@
+"""What the variants stage's records become downstream (SubtleMemory): a kept set's sessions as traces (folded by
+the traces stage into traces.jsonl) and its query as a `relation_*` item (joined by the qa stage to qa.jsonl)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from synth.llm.fake import estimate_tokens
+from synth.models import QA, EvidenceRef, Trace, VariantSet, mint_id
+from synth.settings import VariantsSettings
+
+RELATIONS = ("complementary_all", "complementary_any", "nuanced_temporal", "nuanced_contextual", "contradictory")
+
+
+def wanted(section: VariantsSettings) -> bool:
+    """Whether the config asks for any variant set at all (tiny does not: the stage then writes nothing)."""
+    return any(section.seeds_per_relation.get(r, 0) > 0 for r in RELATIONS)
+
+
+def set_traces(record: VariantSet) -> list[Trace]:
+    """A kept set's sessions as traces of the persona's usual media: they carry the seed evidence they vary and
+    are marked with the set's id (provenance); a rejected set's sessions never join the history."""
+    if not record.kept:
+        return []
+    return [Trace(id=v.trace_id, persona_id=record.persona_id, event_id=record.event_id,
+                  evidence_ids=[record.seed_evidence_id], medium=v.medium, time=v.time, intent="variant session",
+                  audience="", content=v.content, tokens=estimate_tokens(v.content), variant_set_id=record.id)
+            for v in record.variants]
+
+
+def relation_item(record: VariantSet) -> QA:
+    """A kept set's query as an item: one evidence statement per variant (in the set's order, never the sessions'
+    time order), each citing its own session; the answer is the first accepted reference, and the item keeps all
+    three accepted and three known-wrong ones (the MCQ and the eval judge are built from them)."""
+    refs = [EvidenceRef(statement=v.text, evidence_id=record.seed_evidence_id, digital_trace_ids=[v.trace_id])
+            for v in record.variants]
+    return QA(
+        id=mint_id(record.persona_id, "qa", record.relation, record.id), persona_id=record.persona_id,
+        question_type=record.relation, dimension=record.dimension, arc_id=record.arc_id,
+        question_time=record.question_time, question=record.query, answer=record.correct_answers[0],
+        evidence=refs, digital_trace_ids=[v.trace_id for v in record.variants],
+        window_end=record.question_time.date(), outline=record.target, variant_set_id=record.id,
+        correct_answers=list(record.correct_answers), wrong_answers=list(record.wrong_answers),
+    )
+
+
+def relation_items(records: Sequence[VariantSet]) -> list[QA]:
+    return [relation_item(r) for r in records if r.kept]
