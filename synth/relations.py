@@ -46,3 +46,43 @@ def relation_item(record: VariantSet) -> QA:
 
 def relation_items(records: Sequence[VariantSet]) -> list[QA]:
     return [relation_item(r) for r in records if r.kept]
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def variant_rates(records: Sequence[VariantSet]) -> dict:
+    """The variants stage's check rates for `synth stats`: per relation, sets and kept; over every session, the
+    share whose first draft was too explicit or too hidden by the model-free rules and by the judge, and the share
+    a rewrite fixed; over every set, the share whose query failed a model-free check (keywords all in one session,
+    a recency word, the references' shape) and the share a no-context answer solved (the visible-only check)."""
+    sessions = [s for r in records for s in r.sessions]
+
+    def first(prefix: str) -> int:
+        return sum(any(f.startswith(prefix) for f in s.first_failures) for s in sessions)
+
+    def query(prefix: str) -> int:
+        return sum(any(p.startswith(prefix) for p in r.query_problems) for r in records)
+
+    failed = [s for s in sessions if s.first_failures]
+    fixed = sum(not s.rule_problems and s.recoverable and s.implicit for s in failed)
+    by_relation: dict[str, dict[str, int]] = {}
+    for r in records:
+        row = by_relation.setdefault(r.relation, {"sets": 0, "kept": 0})
+        row["sets"] += 1
+        row["kept"] += r.kept
+    return {
+        "sets": len(records), "kept": sum(r.kept for r in records), "sessions": len(sessions),
+        "by_relation": by_relation,
+        "kept_rate": _share(sum(r.kept for r in records), len(records)),
+        "session_rule_explicit_rate": _share(first("too explicit: "), len(sessions)),
+        "session_rule_hidden_rate": _share(first("too hidden: "), len(sessions)),
+        "session_judge_explicit_rate": _share(first("too explicit (judge)"), len(sessions)),
+        "session_judge_hidden_rate": _share(first("too hidden (judge)"), len(sessions)),
+        "session_repaired_rate": _share(fixed, len(failed)),
+        "query_one_session_rate": _share(query("too explicit: every keyword"), len(records)),
+        "query_recency_rate": _share(query("order decides"), len(records)),
+        "query_references_rate": _share(query("references"), len(records)),
+        "visible_only_rate": _share(sum(r.visible_label == "CORRECT" for r in records), len(records)),
+    }

@@ -28,8 +28,10 @@ from synth.models import (
     Phase,
     Rejected,
     Trace,
+    VariantSet,
 )
 from synth.privacy import LeakRule, privacy_figures
+from synth.relations import variant_rates
 from synth.spoken import validation_rates
 from synth.validate import recorded_config
 
@@ -160,6 +162,7 @@ def collect(out: Path) -> dict:
     chats: list[ChatDay] = []
     dialogues: list[LifelogDialogue] = []
     plan: list[LifelogPlan] = []
+    variant_sets: list[VariantSet] = []
     for directory in persona_dirs(out):
         persona = _read(directory / "persona.jsonl", Persona)
         traces = _read(directory / "traces.jsonl", Trace)
@@ -176,6 +179,7 @@ def collect(out: Path) -> dict:
         chats += _read(directory / "chats.jsonl", ChatDay)
         dialogues += _read(directory / "lifelog.jsonl", LifelogDialogue)
         plan += _read(directory / "lifelog_plan.jsonl", LifelogPlan)
+        variant_sets += _read(directory / "variants.jsonl", VariantSet)
         dropped = _read(directory / "rejected.jsonl", Rejected)
         final += kept
         rejected += dropped
@@ -200,6 +204,7 @@ def collect(out: Path) -> dict:
         # the lifelog plan's parent–child checks per level (rule level only: no judge)
         "lifelog_plan": {level: validation_rates([n for n in plan if n.level == level])
                          for level in ("year", "month", "week", "day")},
+        "variants": variant_rates(variant_sets),  # SubtleMemory's variant-set checks (synth variants)
         # LifeDialBench's rewrite: the share of generated items whose question had explicit timestamps taken out
         "timestamp_rewrite_rate": round(sum(i.timestamps_stripped > 0 for i in [*final, *rejected])
                                         / max(1, len(final) + len(rejected)), 4),
@@ -338,6 +343,8 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
             f"profile items (fact × style 2×2, model-free check): {rates['items']}; first draft failed the check "
             f"{rates['first_draft_fail_rate']:.1%}, still failing after {rates['rewrites']} re-asks "
             f"{rates['fail_rate']:.1%}; kept by the filters {rates['kept_rate']:.1%}", highlight=False)
+    if data["variants"]["sets"]:
+        console.print(_variants_line(data["variants"]), highlight=False)
     console.print(
         f"final items: blind accuracy {data['blind_accuracy']:.1%} over {data['blind_picks']} no-context picks "
         f"({data['blind_accuracy_answerable']:.1%} on answerable; chance is 20%) · "
@@ -352,6 +359,18 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
         for path in plot_stats(out, data):
             console.print(str(path))
     return data
+
+
+def _variants_line(v: dict) -> str:
+    relations = ", ".join(f"{k.removeprefix('relation_')} {row['kept']}/{row['sets']}"
+                          for k, row in v["by_relation"].items())
+    return (f"variant sets kept {v['kept']} of {v['sets']} ({relations}); over {v['sessions']} sessions the first "
+            f"draft was too explicit by rule {v['session_rule_explicit_rate']:.1%} / by judge "
+            f"{v['session_judge_explicit_rate']:.1%}, too hidden by rule {v['session_rule_hidden_rate']:.1%} / by "
+            f"judge {v['session_judge_hidden_rate']:.1%}, fixed by a rewrite {v['session_repaired_rate']:.1%}; "
+            f"queries with every keyword in one session {v['query_one_session_rate']:.1%}, with a recency word "
+            f"{v['query_recency_rate']:.1%}, with malformed references {v['query_references_rate']:.1%}, answered "
+            f"without memory (visible-only) {v['visible_only_rate']:.1%}")
 
 
 def _checks_table(data: dict) -> Table:
