@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import PERSONAS, REPO, run_synth, synth_env
 
-from synth.models import EXTRA_TYPES, QUESTION_TYPES
+from synth.models import EXTRA_TYPES, QUESTION_TYPES, RELATION_TYPES
 
 
 def records(path: Path) -> list[dict]:
@@ -45,8 +45,18 @@ def test_tiny_run_writes_every_file_validates_and_exports(tiny_dataset):
 def test_small_yields_all_question_types_valid_mcqs_and_a_round_tripping_export(small_run):
     persona = "p01_maya"
     mcq = records(small_run / persona / "mcq.jsonl")
-    # CloneMem's eight, and EverMemBench's temporal duration (small lists it)
-    assert set(Counter(m["question_type"] for m in mcq)) == set(QUESTION_TYPES) | set(EXTRA_TYPES)
+    # CloneMem's eight, EverMemBench's temporal duration (small lists it), and SubtleMemory's relation items
+    types = set(Counter(m["question_type"] for m in mcq))
+    assert types - set(RELATION_TYPES) == set(QUESTION_TYPES) | set(EXTRA_TYPES)
+    sets = records(small_run / persona / "variants.jsonl")
+    kept = [s for s in sets if s["kept"]]
+    assert len(sets) == 15 and kept, "small asks for 3 variant sets per relation; the fake's judges keep some"
+    assert types & set(RELATION_TYPES) == {s["relation"] for s in kept}
+    sessions = {t["id"] for t in records(small_run / persona / "traces.jsonl") if t.get("variant_set_id")}
+    assert sessions == {v["trace_id"] for s in kept for v in s["variants"]}
+    for item in (m for m in mcq if m["question_type"] in RELATION_TYPES):
+        key = next(c["text"] for c in item["choices"] if c["id"] == item["correct_choice_id"])
+        assert key in item["correct_answers"] and len(item["wrong_answers"]) == 3
     for item in mcq:
         assert [c["id"] for c in item["choices"]] == list("ABCDE")
         assert item["choices"][4]["text"] == "Cannot be determined based on available information"
