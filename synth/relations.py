@@ -1,15 +1,34 @@
 """What the variants stage's records become downstream (SubtleMemory): a kept set's sessions as traces (folded by
-the traces stage into traces.jsonl) and its query as a `relation_*` item (joined by the qa stage to qa.jsonl)."""
+the traces stage into traces.jsonl), its query as a `relation_*` item (joined by the qa stage to qa.jsonl), the
+judge with accepted and known-wrong answers (the stage's visible-only check and `synth eval` share it), and the
+check rates `synth stats` prints."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel
 
 from synth.llm.fake import estimate_tokens
 from synth.models import QA, EvidenceRef, Trace, VariantSet, mint_id
 from synth.settings import VariantsSettings
 
 RELATIONS = ("complementary_all", "complementary_any", "nuanced_temporal", "nuanced_contextual", "contradictory")
+
+
+class RelationVerdict(BaseModel):
+    """The judge with accepted and known-wrong answers (SubtleMemory): a binary label with a short reason."""
+
+    label: Literal["CORRECT", "WRONG"]
+    reason: str
+
+
+def judge_variables(question: str, relation: str, answer: str, correct: Sequence[str], wrong: Sequence[str]) -> dict:
+    """What the relation judge sees (here and in `synth eval`): the query, the relation, the answer to grade and
+    the accepted and known-wrong references."""
+    return {"question": question, "relation": relation.removeprefix("relation_"), "answer": answer,
+            "correct_answers": list(correct), "wrong_answers": list(wrong)}
 
 
 def wanted(section: VariantsSettings) -> bool:

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from test_templates_zh_native import PERSONA as ZH_PERSONA
 from test_templates_zh_native import VARIANT_TEMPLATES, VARIANTS, leftovers
 
 from synth import relations, stats
+from synth.eval import waterfall
+from synth.eval.run import run_eval
 from synth.jsonl import read_records, write_atomic
 from synth.llm.base import ProviderResponse, Usage
 from synth.llm.fake import respond
@@ -445,3 +449,53 @@ def test_variant_templates_read_as_chinese_under_every_relation(name, relation):
 def test_the_fake_answers_the_item_schema_with_three_accepted_and_three_wrong():
     answer = json.loads(respond(stage.ItemDraft.model_json_schema(), [{"role": "user", "content": "x"}]))
     assert len(answer["correct_answers"]) == 3 and len(answer["wrong_answers"]) == 3
+
+
+# ------------------------------------------------------------------------------------------ synth eval
+
+def _row(key: str, relation: str, oracle: str, perfect: str, default: str) -> dict:
+    return {"key": key, "relation": {"type": relation, "oracle": {"label": oracle}, "perfect": {"label": perfect},
+                                     "default": {"label": default}}}
+
+
+def test_the_waterfall_nests_the_sets_and_conditions_each_rate_on_the_stage_before():
+    C, W = "CORRECT", "WRONG"
+    rows = [_row("a", "relation_contradictory", C, C, C), _row("b", "relation_contradictory", C, C, W),
+            _row("c", "relation_contradictory", C, W, C),  # right by default although lost in perfect: not in S_D
+            _row("d", "relation_contradictory", W, C, C),  # an oracle failure never counts downstream
+            _row("e", "relation_nuanced_temporal", C, C, C), {"key": "f", "relation": None}]
+    report = waterfall.relation_report(rows)
+    block = report["by_relation"]["relation_contradictory"]
+    assert block["n"] == 4 and block["accuracy"] == {"oracle": 0.75, "perfect": 0.75, "default": 0.75}
+    assert (block["oracle_correct"], block["preserved"], block["retrieved"]) == (3, 2, 1)
+    assert block["p_preserve"] == round(2 / 3, 4) and block["p_retrieve"] == 0.5
+    assert report["overall"]["n"] == 5 and report["overall"]["retrieved"] == 2
+    assert waterfall.relation_report([{"key": "x", "relation": None}]) is None
+
+
+def test_eval_judges_relation_items_under_oracle_perfect_and_own_retrieval(tmp_path):
+    out = tmp_path / "data"
+    directory = setup(out, one_of("complementary_all"))
+    run(out, ["variants"], script_for("complementary_all"))
+    run(out, ["traces", "qa", "distractors"])
+    [item] = [m for m in load(directory, "mcq.jsonl") if m.variant_set_id]
+    summaries = run_eval(data=out, system="flat,memory", k=1, answerer_provider="fake", answerer_model=None,
+                         judge_provider="fake", judge_model=None, base_url=None, embed_model=None, offline=False,
+                         out=tmp_path / "run", plot=False, limit=None, concurrency=2,
+                         console=Console(file=io.StringIO()))
+    for system in ("flat", "memory"):
+        [row] = [json.loads(line) for line in (tmp_path / "run" / system / "results.jsonl").read_text().splitlines()
+                 if json.loads(line)["question_id"] == item.id]
+        relation = row["relation"]
+        assert relation["type"] == "relation_complementary_all"
+        assert {relation[s]["label"] for s in ("oracle", "perfect", "default")} <= {"CORRECT", "WRONG"}
+        assert relation["default"]["answer"] == row["prediction"]
+        report = summaries["systems"][system]["relations"]
+        assert report["by_relation"]["relation_complementary_all"]["n"] == 1
+    flat = json.loads((tmp_path / "run" / "flat" / "results.jsonl").read_text().splitlines()[0])["relation"]
+    memory = json.loads((tmp_path / "run" / "memory" / "results.jsonl").read_text().splitlines()[0])["relation"]
+    # flat keeps raw traces only: its perfect retrieval shows exactly the oracle's sessions (the same answer);
+    # the memory system reads back what it extracted from them, so its answerer sees more than the sessions
+    assert flat["perfect"]["answer"] == flat["oracle"]["answer"]
+    assert memory["oracle"]["answer"] == flat["oracle"]["answer"]
+    assert memory["perfect"]["answer"] != memory["oracle"]["answer"]

@@ -45,6 +45,9 @@ class EvalQuestion:
     choices: tuple[tuple[str, str], ...] = ()  # (letter, text)
     correct_choice_id: str | None = None
     time_text: str = ""  # the question time as the data states it (for prompts)
+    # a relation item (SubtleMemory): the accepted and known-wrong answers its free-text answer is judged against
+    correct_answers: tuple[str, ...] = ()
+    wrong_answers: tuple[str, ...] = ()
 
     @property
     def gold_ids(self) -> list[str]:
@@ -131,6 +134,8 @@ def _question(raw: dict, persona_key: str) -> EvalQuestion:
         question_time=parse_time(raw.get("question_time"), end_of_day=True), answer=str(raw.get("answer", "")),
         statements=statements, evidence_sets=sets, background=background, choices=choices,
         correct_choice_id=raw.get("correct_choice_id") or None, time_text=str(raw.get("question_time") or ""),
+        correct_answers=tuple(str(a) for a in raw.get("correct_answers") or []),
+        wrong_answers=tuple(str(a) for a in raw.get("wrong_answers") or []),
     )
 
 

@@ -75,6 +75,12 @@ class ExtractedMemorySystem:
         self._last = used
         return list(ranked)[:k]
 
+    def readback(self, trace_ids: list[str]) -> list[str]:
+        """The memories extracted from these traces (SubtleMemory's perfect retrieval: read back by provenance)."""
+        self.prepare()
+        wanted = set(trace_ids)
+        return [text for owner, text in zip(self.owner, self.text, strict=True) if owner in wanted and text is not None]
+
     def notes(self) -> list[str]:
         """The extracted memories among the units that were found (the answerer sees them beside the traces)."""
         return [self.text[u] for u in self._last if self.text[u] is not None]

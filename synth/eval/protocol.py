@@ -23,6 +23,9 @@ class Retrieval:
     dropped: dict[str, list[str]] = field(default_factory=lambda: {"unknown": [], "future": []})
     error: str | None = None  # the system failed on this question: it is recorded as failed, not scored
     notes: list[str] = field(default_factory=list)  # memory text the system returned beside its ids
+    # a relation item's perfect retrieval (SubtleMemory): what the system stored from the gold sessions, read back
+    # by provenance (`readback`); None for other items, [] for a system that keeps only the raw traces
+    readback: list[str] | None = None
 
 
 @dataclass
@@ -148,13 +151,26 @@ def _ask(system: MemorySystem, question: EvalQuestion, k: int, known: set[str], 
             if text is not None and not isinstance(text, str):
                 raise _SystemFault(f"{type(system).__name__}.answer returned a {type(text).__name__}, not text")
         notes = _notes(system)
+        readback = _readback(system, question, given) if question.correct_answers else None
     except _SystemFault as fault:
         return Retrieval(question, [], time.perf_counter() - start, fed, error=str(fault))
     ranked = ids if getattr(system, "ignores_k", False) else ids[:k]
     dropped = {"unknown": [i for i in ranked if i not in known],
                "future": [i for i in ranked if i in known and i not in given]}
     return Retrieval(question, [i for i in ranked if i in given], time.perf_counter() - start, fed, text,
-                     at_k=[i for i in ids[:k] if i in given], dropped=dropped, notes=notes)
+                     at_k=[i for i in ids[:k] if i in given], dropped=dropped, notes=notes, readback=readback)
+
+
+def _readback(system: MemorySystem, question: EvalQuestion, given: set[str]) -> list[str]:
+    """The perfect-retrieval setting: the memory units the system wrote from the question's gold traces (its
+    optional `readback(trace_ids)`), bypassing its own retrieval; a system without it keeps only raw traces, which
+    the answerer is shown anyway."""
+    if not callable(getattr(system, "readback", None)):
+        return []
+    value = _call(system, "readback", [t for t in question.gold_ids if t in given])
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or not all(isinstance(n, str) for n in value):
+        raise _SystemFault(f"{type(system).__name__}.readback returned {type(value).__name__}, not a list of strings")
+    return list(value)
 
 
 def _notes(system: MemorySystem) -> list[str]:

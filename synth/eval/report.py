@@ -10,6 +10,7 @@ from rich.table import Table
 
 from synth.eval.data import EvalQuestion, EvalSet
 from synth.eval.metrics import METRICS, aggregate
+from synth.eval.waterfall import relation_report, relation_table
 
 
 def summarize_rows(rows: list[dict], eval_set: EvalSet, questions: list[EvalQuestion], settings: dict,
@@ -21,8 +22,12 @@ def summarize_rows(rows: list[dict], eval_set: EvalSet, questions: list[EvalQues
         values = sorted({r.get(grouping, "") for r in rows})
         groups[f"by_{grouping}"] = {v: aggregate([r for r in rows if r.get(grouping, "") == v], resamples, seed)
                                     for v in values}
-    return {"settings": run, "counts": _counts(rows, eval_set, questions, groups, failed),
-            "overall": aggregate(rows, resamples, seed), **groups}
+    summary = {"settings": run, "counts": _counts(rows, eval_set, questions, groups, failed),
+               "overall": aggregate(rows, resamples, seed), **groups}
+    relations = relation_report(rows)
+    if relations is not None:  # SubtleMemory's relation items: per relation type, and the waterfall
+        summary["relations"] = relations
+    return summary
 
 
 def _future_evidence(eval_set: EvalSet, questions: list[EvalQuestion]) -> int:
@@ -118,6 +123,8 @@ def print_summary(summary: dict, console: Console) -> None:
     for group in groups:
         for table in group_tables(summary, group, console.width):
             console.print(table)
+    if summary.get("relations"):
+        console.print(relation_table(summary["relations"]))
     c = summary["counts"]
     lines = [f"{c['scored']}/{c['questions']} question(s) scored, {c['failed']} failed; "
              f"{c['recall_excluded_no_gold_traces']} without gold traces left out of recall "

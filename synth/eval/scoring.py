@@ -22,8 +22,11 @@ from synth.llm.base import GenerationFailed, LLMRequest, Settings
 from synth.llm.client import LLM, CallStats
 from synth.llm.fake import estimate_tokens
 from synth.prompts import render
+from synth.relations import RelationVerdict, judge_variables
 
-TASKS = ("eval_answer_free", "eval_answer_choice", "eval_judge_memory", "eval_judge_consistency")
+TASKS = ("eval_answer_free", "eval_answer_choice", "eval_judge_memory", "eval_judge_consistency",
+         "eval_judge_relation")
+WATERFALL = ("oracle", "perfect", "default")  # SubtleMemory's evidence settings, from the most given to the least
 
 
 # ---- output schemas -------------------------------------------------------------------------------------------
@@ -137,6 +140,7 @@ class Scorer:
                                   ConsistencyJudgement, stats, judge=True)
         # The rubric ties them: a hallucinated answer (truthfulness 0) scores 0 on consistency.
         consistency = 0 if verdict.truthfulness == 0 else verdict.consistency
+        relation = await self.relation_waterfall(r, prediction, stats) if q.correct_answers else None
         return {
             "key": q.key, "question_id": q.id, "persona": q.persona, "language": self.persona.language,
             "question_type": q.question_type, "dimension": q.dimension, "question_time": q.time_text,
@@ -153,8 +157,33 @@ class Scorer:
             "tokens": {"input": stats.usage.input_tokens, "output": stats.usage.output_tokens,
                        "requests": stats.requests, "cache_hits": stats.cache_hits,
                        "provider_calls": stats.provider_calls},
+            "relation": relation,
             "error": None,
         }
+
+    async def relation_waterfall(self, r: Retrieval, prediction: str, stats: CallStats) -> dict:
+        """A relation item's free-text answer under SubtleMemory's three evidence settings, each judged CORRECT or
+        WRONG against the accepted and known-wrong answers: oracle (the gold sessions, in time order), perfect
+        retrieval (the gold sessions plus what the system stored from them, read back by provenance) and default
+        (the system's own retrieval: the answer already given)."""
+        q = r.question
+        gold = self._context(q.gold_ids)
+        base = {"question": q.question, "question_time": q.time_text, "traces": gold}
+
+        async def answer(notes: list[str]) -> str:
+            out = await self._ask(self.answerer, "eval_answer_free", "eval_answer_free.j2", {**base, "notes": notes},
+                                  FreeAnswer, stats, judge=False)
+            return out.answer
+
+        oracle, perfect = await asyncio.gather(answer([]), answer(list(r.readback or [])))
+        answers = {"oracle": oracle, "perfect": perfect, "default": prediction}
+        verdicts = await asyncio.gather(*(
+            self._ask(self.judge, "eval_judge_relation", "variants_judge.j2",
+                      judge_variables(q.question, q.question_type, answers[s], q.correct_answers, q.wrong_answers),
+                      RelationVerdict, stats, judge=True) for s in WATERFALL))
+        return {"type": q.question_type,
+                **{s: {"answer": answers[s], "label": v.label, "reason": v.reason}
+                   for s, v in zip(WATERFALL, verdicts, strict=True)}}
 
 
 # ---- results file (resumable) --------------------------------------------------------------------------------

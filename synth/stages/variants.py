@@ -14,7 +14,6 @@ import random
 import re
 from collections.abc import Sequence
 from functools import lru_cache, partial
-from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -28,7 +27,7 @@ from synth.models import (
     VariantSet,
     mint_id,
 )
-from synth.relations import RELATIONS, wanted
+from synth.relations import RELATIONS, RelationVerdict, judge_variables, wanted
 from synth.rules import norm_option
 from synth.settings import VariantsSettings
 from synth.stage import Records, Stage, StageContext
@@ -73,13 +72,6 @@ class SessionVerdict(BaseModel):
 class VisibleAnswer(BaseModel):
     answer: str
     needs_memory: bool
-
-
-class RelationVerdict(BaseModel):
-    """The judge with accepted and known-wrong answers (SubtleMemory): a binary label with a short reason."""
-
-    label: Literal["CORRECT", "WRONG"]
-    reason: str
 
 
 # ------------------------------------------------------------------- model-free parts
@@ -312,13 +304,6 @@ def judge_problems(verdict: SessionVerdict) -> list[str]:
     if not verdict.implicit:
         out.append(f"too explicit (judge): {verdict.reason.strip()}")
     return out
-
-
-def judge_variables(question: str, relation: str, answer: str, correct: Sequence[str], wrong: Sequence[str]) -> dict:
-    """What the relation judge sees (here and in `synth eval`): the query, the relation, the answer to grade and
-    the accepted and known-wrong references."""
-    return {"question": question, "relation": relation.removeprefix("relation_"), "answer": answer,
-            "correct_answers": list(correct), "wrong_answers": list(wrong)}
 
 
 def rejection(record: VariantSet) -> str:
