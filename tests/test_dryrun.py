@@ -58,8 +58,8 @@ def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
 
     assert result["error"] is None, result["error"]
     # translate makes no call when the personas are released in their own language only (tiny's default), nor
-    # do chats and lifelog when the sources are written only (tiny's default)
-    assert set(result["stages"]) == set(STAGES.order()) - {"translate", "chats", "lifelog"}
+    # do chats and lifelog when the sources are written only (tiny's default), nor variants (tiny asks for no set)
+    assert set(result["stages"]) == set(STAGES.order()) - {"translate", "chats", "lifelog", "variants"}
     expected = fake_run_calls(tmp_path / "real", monkeypatch)
     assert {s: e["calls"] for s, e in result["stages"].items()} == {s: n for s, n in expected.items() if n}
 

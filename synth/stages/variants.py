@@ -257,8 +257,8 @@ class VariantWriter:
                                judge_variables(query, relation, visible.answer, correct, wrong), RelationVerdict)
         record = VariantSet(
             id=set_id, persona_id=self.persona.id, relation=question_type(relation), seed_evidence_id=seed.id,
-            event_id=seed.event_id, arc_id=seed.arc_ids[0], dimension=self.arcs[seed.arc_ids[0]].dimension
-            if seed.arc_ids[0] in self.arcs else "experience", target=drafted.target.strip(), variants=variants,
+            event_id=seed.event_id, arc_id=seed.arc_ids[0], dimension=self.arcs[seed.arc_ids[0]].dimension,
+            target=drafted.target.strip(), variants=variants,
             query=query, question_time=asked, correct_answers=correct, wrong_answers=wrong,
             min_gap_days=section.min_gap_days, sessions=checks, query_problems=problems,
             visible_answer=visible.answer.strip(), visible_label=judged.label, visible_reason=judged.reason.strip(),
