@@ -14,6 +14,7 @@ import random
 import re
 from collections.abc import Sequence
 from functools import lru_cache, partial
+from typing import Annotated
 
 from pydantic import BaseModel, Field, create_model
 
@@ -57,10 +58,13 @@ class SessionText(BaseModel):
     content: str = Field(min_length=20)
 
 
+Reference = Annotated[str, Field(min_length=1)]  # minLength binds a grammar-bound local model (it wrote "")
+
+
 class ItemDraft(BaseModel):
     query: str = Field(min_length=1)
-    correct_answers: list[str] = Field(min_length=REFERENCES, max_length=REFERENCES)
-    wrong_answers: list[str] = Field(min_length=REFERENCES, max_length=REFERENCES)
+    correct_answers: list[Reference] = Field(min_length=REFERENCES, max_length=REFERENCES)
+    wrong_answers: list[Reference] = Field(min_length=REFERENCES, max_length=REFERENCES)
 
 
 class SessionVerdict(BaseModel):
