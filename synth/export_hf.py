@@ -41,10 +41,12 @@ def schemas() -> dict:
             ("id", s), ("persona_id", s), ("language", s), ("question_type", s), ("dimension", s), ("arc_id", s),
             ("question_time", s), ("question", s), ("answer", s), ("evidence", pa.list_(evidence)),
             ("digital_trace_ids", ids), ("choices", pa.list_(choice)), ("correct_choice_id", s),
-            ("blind_votes", ids)]),
+            ("blind_votes", ids),
+            # relation items (SubtleMemory): their variant set and the references a free-text answer is judged by
+            ("variant_set_id", s), ("correct_answers", ids), ("wrong_answers", ids)]),
         "traces": pa.schema([
             ("id", s), ("persona_id", s), ("language", s), ("event_id", s), ("evidence_ids", ids), ("arc_ids", ids),
-            ("medium", s), ("time", s), ("content", s), ("tokens", pa.int64())]),
+            ("medium", s), ("time", s), ("content", s), ("tokens", pa.int64()), ("variant_set_id", s)]),
         "personas": pa.schema([
             ("id", s), ("name", s), ("language", s), ("scale", s), ("split", s), ("age", pa.int64()), ("gender", s),
             ("occupation", s), ("personality", s), ("backstory", s), ("big_five", big_five), ("start", s),
@@ -66,6 +68,8 @@ def question_row(item: dict, language: str) -> dict:
         "digital_trace_ids": id_list(item.get("digital_trace_ids")),
         "choices": [{"id": text(c.get("id")), "text": text(c.get("text"))} for c in dict_list(item.get("choices"))],
         "correct_choice_id": text(item.get("correct_choice_id")), "blind_votes": id_list(item.get("blind_votes")),
+        "variant_set_id": text(item.get("variant_set_id")), "correct_answers": id_list(item.get("correct_answers")),
+        "wrong_answers": id_list(item.get("wrong_answers")),
     }
 
 
@@ -79,7 +83,7 @@ def trace_rows(view: PersonaView) -> list[dict]:
                      "language": record_language(t, view.language), "event_id": text(t.get("event_id")),
                      "evidence_ids": evidence_ids, "arc_ids": arcs, "medium": text(t.get("medium")),
                      "time": text(t.get("time")), "content": text(t.get("content")),
-                     "tokens": int(t.get("tokens") or 0)})
+                     "tokens": int(t.get("tokens") or 0), "variant_set_id": text(t.get("variant_set_id"))})
     return rows
 
 

@@ -499,3 +499,25 @@ def test_eval_judges_relation_items_under_oracle_perfect_and_own_retrieval(tmp_p
     assert flat["perfect"]["answer"] == flat["oracle"]["answer"]
     assert memory["oracle"]["answer"] == flat["oracle"]["answer"]
     assert memory["perfect"]["answer"] != memory["oracle"]["answer"]
+
+
+def test_the_hf_export_carries_the_references_and_the_session_marker(tmp_path):
+    import pyarrow.parquet as pq
+
+    from synth.export_hf import export_hf
+    from synth.models import FinalItem
+
+    out = tmp_path / "data"
+    directory = setup(out, one_of("nuanced_temporal"))
+    run(out, ["variants"], script_for("nuanced_temporal"))
+    run(out, ["traces", "qa", "distractors"])
+    [mcq] = [m for m in load(directory, "mcq.jsonl") if m.variant_set_id]
+    write_atomic(directory / "final.jsonl", [FinalItem(**mcq.model_dump())])  # as if every filter passed
+    root = export_hf(out)
+    [questions] = list((root / "data" / "questions").glob("*.parquet"))
+    [row] = pq.read_table(questions).to_pylist()
+    assert row["question_type"] == "relation_nuanced_temporal" and row["variant_set_id"] == mcq.variant_set_id
+    assert row["correct_answers"] == mcq.correct_answers and row["wrong_answers"] == mcq.wrong_answers
+    [traces] = list((root / "data" / "traces").glob("*.parquet"))
+    marked = {r["id"] for r in pq.read_table(traces).to_pylist() if r["variant_set_id"] == mcq.variant_set_id}
+    assert marked == set(mcq.digital_trace_ids)
