@@ -15,13 +15,14 @@ from rich.console import Console
 from test_templates_zh_native import PERSONA as ZH_PERSONA
 from test_templates_zh_native import VARIANT_TEMPLATES, VARIANTS, leftovers
 
-from synth import relations, stats
+from synth import relations, rules, stats
 from synth.eval import waterfall
 from synth.eval.run import run_eval
 from synth.jsonl import read_records, write_atomic
 from synth.llm.base import ProviderResponse, Usage
 from synth.llm.fake import respond
 from synth.models import (
+    CANNOT_DETERMINE,
     FILES,
     AnchorState,
     ArcState,
@@ -521,3 +522,31 @@ def test_the_hf_export_carries_the_references_and_the_session_marker(tmp_path):
     [traces] = list((root / "data" / "traces").glob("*.parquet"))
     marked = {r["id"] for r in pq.read_table(traces).to_pylist() if r["variant_set_id"] == mcq.variant_set_id}
     assert marked == set(mcq.digital_trace_ids)
+
+
+def test_the_mcq_tries_an_accepted_answer_no_give_away_rule_flags_first(tmp_path):
+    out = tmp_path / "data"
+    directory = setup(out, one_of("complementary_all"))
+    long_answer = ("A flat five-kilometre loop past the fountains in the park, " * 4).strip()
+    draft = {"query": ITEMS["complementary_all"],
+             "correct_answers": [long_answer, "A flat 5 km park loop with fountains.", "Flat, 5 km, by fountains."],
+             "wrong_answers": ["Any flat route of any length.", "A hilly 5 km loop with fountains.",
+                               "A flat 10 km river route."]}
+    script = script_for("complementary_all")
+    script.replies["variants_item"] = [draft]
+    run(out, ["variants"], script)
+    run(out, ["traces", "qa"])
+    choose = Script({"distractors_validate": [{"choice": "E", "needs_memory": True, "reason": "needs the record"}],
+                     "distractors_verify": [{"key_supported": True, "others_ruled_out": True, "notes": [],
+                                             "reason": "only the key fits every session"}]})
+    run(out, ["distractors"], choose)
+    [mcq] = load(directory, "mcq.jsonl")
+    key = next(c.text for c in mcq.choices if c.id == mcq.correct_choice_id)
+    assert key != long_answer and key in draft["correct_answers"] and mcq.answer == key
+    options = {c.id: c.text for c in mcq.choices}
+    found = rules.giveaways(options, mcq.correct_choice_id, mcq.question_type, CANNOT_DETERMINE["en"], 1.5, 0.05)
+    assert [kind for kind, _ in found if kind != "key_longest"] == [], found
+    assert len(mcq.refinement) == 1 and not mcq.refinement[0].too_easy, "one round: no model call on a flagged key"
+    assert mcq.correct_answers == draft["correct_answers"], "the item keeps its references as written"
+    assert not [r for r in choose.seen if r.task == "distractors"], "nothing is written for a relation item"
+    assert not [p for p in validate_dataset(out) if "relation" in p or "variant" in p or "accepted" in p]

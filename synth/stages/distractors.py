@@ -108,9 +108,9 @@ def arrange_profile(qa: QA, language: str, position: int) -> tuple[list[Choice],
     return choices, CHOICE_IDS[position], placed
 
 
-def relation_round(qa: QA, number: int) -> QA:
-    """A relation item as round `number` arranges it: its answer is the round's accepted reference."""
-    return qa.model_copy(update={"answer": qa.correct_answers[(number - 1) % len(qa.correct_answers)]})
+def relation_round(qa: QA, answer: str) -> QA:
+    """A relation item as a round arranges it: its answer is that round's accepted reference."""
+    return qa.model_copy(update={"answer": answer})
 
 
 def options_of(choices: list[Choice]) -> dict[str, str]:
@@ -251,24 +251,41 @@ class Refiner:
         history: list[RefinementRound] = []
         feedback: list[dict] = []
         choices, correct = [], "E"
-        rounds = min(self.rounds, len(qa.correct_answers)) if qa.variant_set_id else self.rounds
+        rounds, order = self.rounds, []
+        if qa.variant_set_id:  # its accepted answers, those no give-away rule flags first: one per round
+            order = self.relation_order(qa)
+            rounds = min(rounds, len(order))
         for number in range(1, rounds + 1):
-            choices, correct, verdict = await self.attempt(qa, number, feedback)
+            choices, correct, verdict = await self.attempt(qa, number, feedback, order)
             history.append(verdict)
             if not verdict.too_easy:
                 break
             feedback.append(feedback_entry(verdict))
         # Out of rounds: the last options stand; the filter judges them again (and rejects what still fails).
         if qa.variant_set_id:
-            qa = relation_round(qa, len(history))
+            qa = relation_round(qa, order[len(history) - 1])
         return {"mcq.jsonl": [build_mcq(qa, choices, correct, history)]}
 
-    async def attempt(self, qa: QA, number: int, feedback: list[dict]) -> tuple[list[Choice], str, RefinementRound]:
+    def relation_order(self, qa: QA) -> list[str]:
+        """A relation item's accepted answers in the order its rounds try them: those whose arrangement among the
+        known-wrong ones passes the model-free guard first (stable), so a model call is spent on a fair one."""
         language = self.ctx.language
-        if qa.variant_set_id:
-            # A relation item's options are its references (SubtleMemory): round k puts accepted answer k among
-            # the three known-wrong ones — nothing to write; the same guard, validator and verify judge decide.
-            qa = relation_round(qa, number)
+
+        def flagged(answer: str) -> bool:
+            choices, correct = arrange(qa.model_copy(update={"answer": answer}), list(qa.wrong_answers), language,
+                                       self.positions.get(qa.id, 0))
+            return bool(code_guard(qa, choices, correct, language, self.section, qa.id in self.may_be_longest))
+
+        return sorted(qa.correct_answers, key=flagged)
+
+    async def attempt(self, qa: QA, number: int, feedback: list[dict],
+                      order: list[str] | None = None) -> tuple[list[Choice], str, RefinementRound]:
+        language = self.ctx.language
+        if qa.variant_set_id and order:
+            # A relation item's options are its references (SubtleMemory): round k puts the k-th accepted answer of
+            # `order` among the three known-wrong ones — nothing to write; the same guard, validator and verify
+            # judge decide.
+            qa = relation_round(qa, order[number - 1])
             texts = list(qa.wrong_answers)
         else:
             written = await self.ctx.ask("distractors", "distractors_write.j2",
