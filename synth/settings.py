@@ -9,7 +9,7 @@ and the key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -136,8 +136,9 @@ RelationKey = Literal["complementary_all", "complementary_any", "nuanced_tempora
 class VariantsSettings(Section):
     """SubtleMemory's relation-controlled variant sets (synth variants)."""
 
-    seeds_per_relation: dict[RelationKey, int]  # seed facts (one variant set each) per relation type; 0 = none
-    set_size: dict[RelationKey, int]  # variants (hence sessions) per set
+    # seed facts (one variant set each) per relation type; 0 = none
+    seeds_per_relation: dict[RelationKey, Annotated[int, Field(ge=0)]]
+    set_size: dict[RelationKey, Annotated[int, Field(ge=2, le=4)]]  # variants (hence sessions) per set
     min_gap_days: int = Field(ge=1)  # two sessions of one set are at least this many days apart
     max_ask_delay_days: int = Field(ge=1)  # the query is asked 1..N days after the set's last session
     min_words: int = Field(ge=1)  # a session's length (Chinese: characters, times traces.zh_chars_per_word)
@@ -148,11 +149,6 @@ class VariantsSettings(Section):
 
     @model_validator(mode="after")
     def _sizes(self) -> "VariantsSettings":
-        for key, size in self.set_size.items():
-            if not 2 <= size <= 4:
-                raise ValueError(f"set_size.{key}: {size} is outside 2..4")
-        if any(n < 0 for n in self.seeds_per_relation.values()):
-            raise ValueError("seeds_per_relation: a count below 0")
         if self.min_words > self.max_words:
             raise ValueError(f"min_words {self.min_words} is above max_words {self.max_words}")
         return self

@@ -550,3 +550,18 @@ def test_the_mcq_tries_an_accepted_answer_no_give_away_rule_flags_first(tmp_path
     assert mcq.correct_answers == draft["correct_answers"], "the item keeps its references as written"
     assert not [r for r in choose.seen if r.task == "distractors"], "nothing is written for a relation item"
     assert not [p for p in validate_dataset(out) if "relation" in p or "variant" in p or "accepted" in p]
+
+
+def test_a_bad_variants_setting_is_one_line_naming_the_key():
+    from synth.conf import preset_config
+    from synth.llm.base import InputError
+    from synth.settings import parse
+
+    config = preset_config("small")
+    bad = {**config, "variants": {**config["variants"], "set_size": {**config["variants"]["set_size"],
+                                                                       "contradictory": 7}}}
+    with pytest.raises(InputError, match=r"\[variants.set_size\] contradictory: Input should be less than or equal "
+                                         r"to 4 \(got 7\)"):
+        parse(bad, {"variants.set_size.contradictory": "override.toml"})
+    assert parse(config).variants.seeds_per_relation["contradictory"] == 3  # small asks for 3 sets per relation
+    assert not relations.wanted(parse(preset_config("tiny")).variants), "tiny asks for none"
