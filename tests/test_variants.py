@@ -565,3 +565,41 @@ def test_a_bad_variants_setting_is_one_line_naming_the_key():
         parse(bad, {"variants.set_size.contradictory": "override.toml"})
     assert parse(config).variants.seeds_per_relation["contradictory"] == 3  # small asks for 3 sets per relation
     assert not relations.wanted(parse(preset_config("tiny")).variants), "tiny asks for none"
+
+
+def test_variants_rerun_alone_makes_traces_and_qa_stale(tmp_path):
+    """`synth variants` runs alone; a changed set (here: another minimum gap) changes variants.jsonl, which traces
+    and qa read, so both are stale until they re-run (traces re-folds the sessions without a model call)."""
+    from synth.personas import load_personas
+    from synth.runner import stage_status
+    from synth.stages import STAGES
+
+    out = tmp_path / "data"
+    directory = setup(out, one_of("contradictory"))
+    run(out, ["variants"], script_for("contradictory"))
+    run(out, ["traces", "qa"])
+    seed = next(s for s in load_personas([PERSONAS]) if s.id == PID)
+
+    def status(stage: str) -> str:
+        session = open_session(out, [PERSONAS], [PID], "tiny", "fake", None, None, None, None, None,
+                               out / "config.toml")
+        try:
+            return stage_status(STAGES[stage], seed, directory, session.configs[PID], session.options.route)
+        finally:
+            session.close()
+
+    assert (status("variants"), status("traces"), status("qa")) == ("fresh", "fresh", "fresh")
+    second = script_for("contradictory")
+    first = SETS["contradictory"][0]["text"]
+    second.sessions[first] = ["Printed the spring plan again; week two of training starts tomorrow."]
+    run(out, ["variants"], second)
+    assert not second.seen, "fresh: nothing is asked"
+    (out / "config.toml").write_text(one_of("contradictory", gap=6))
+    assert status("variants") == "stale"
+    run(out, ["variants"], second)
+    [record] = load(directory, "variants.jsonl")
+    assert record.min_gap_days == 6 and record.variants[0].content.startswith("Printed the spring plan again")
+    assert (status("variants"), status("traces"), status("qa")) == ("fresh", "stale", "stale")
+    fake = run(out, ["traces"])
+    assert not fake.seen, "the fold makes no model call"
+    assert record.variants[0].content in {t.content for t in load(directory, "traces.jsonl")}
