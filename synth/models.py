@@ -350,7 +350,8 @@ class VariantSet(Record):
     wrong_answers: list[str]
     min_gap_days: int
     sessions: list[SessionCheck]
-    query_problems: list[str] = []  # model-free: keywords all in one session, recency words, reference shape
+    # model-free: keywords all in one session, recency words, reference shape, the visible-only check's rule
+    query_problems: list[str] = []
     visible_answer: str = ""  # the no-context answerer's answer (visible-only check)
     visible_label: str = ""  # the judge's label of it: CORRECT rejects the set
     visible_reason: str = ""

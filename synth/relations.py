@@ -75,7 +75,8 @@ def variant_rates(records: Sequence[VariantSet]) -> dict:
     """The variants stage's check rates for `synth stats`: per relation, sets and kept; over every session, the
     share whose first draft was too explicit or too hidden by the model-free rules and by the judge, and the share
     a rewrite fixed; over every set, the share whose query failed a model-free check (keywords all in one session,
-    a recency word, the references' shape) and the share a no-context answer solved (the visible-only check)."""
+    a recency word, the references' shape), the share the visible-only check's rule flagged (an accepted answer's
+    words in the query or the no-context answer) and the share whose no-context answer the judge accepted."""
     sessions = [s for r in records for s in r.sessions]
 
     def first(prefix: str) -> int:
@@ -103,5 +104,6 @@ def variant_rates(records: Sequence[VariantSet]) -> dict:
         "query_one_session_rate": _share(query("too explicit: every keyword"), len(records)),
         "query_recency_rate": _share(query("order decides"), len(records)),
         "query_references_rate": _share(query("references"), len(records)),
+        "visible_rule_rate": _share(query("visible-only (rule)"), len(records)),
         "visible_only_rate": _share(sum(r.visible_label == "CORRECT" for r in records), len(records)),
     }

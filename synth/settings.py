@@ -146,6 +146,8 @@ class VariantsSettings(Section):
     max_repairs: int = Field(ge=0, le=2)  # rewrites of a session whose checks fail; then the set is rejected
     min_query_keywords: int = Field(ge=1)  # the one-session check applies to a query with this many keywords
     recency_words: dict[Literal["en", "zh"], list[str]]  # a query with one of these lets session order decide
+    # visible-only, model-free: a no-context answer sharing this share of an accepted answer's content words
+    visible_overlap: float = Field(gt=0, le=1)
 
     @model_validator(mode="after")
     def _sizes(self) -> "VariantsSettings":

@@ -369,8 +369,9 @@ def _variants_line(v: dict) -> str:
             f"{v['session_judge_explicit_rate']:.1%}, too hidden by rule {v['session_rule_hidden_rate']:.1%} / by "
             f"judge {v['session_judge_hidden_rate']:.1%}, fixed by a rewrite {v['session_repaired_rate']:.1%}; "
             f"queries with every keyword in one session {v['query_one_session_rate']:.1%}, with a recency word "
-            f"{v['query_recency_rate']:.1%}, with malformed references {v['query_references_rate']:.1%}, answered "
-            f"without memory (visible-only) {v['visible_only_rate']:.1%}")
+            f"{v['query_recency_rate']:.1%}, with malformed references {v['query_references_rate']:.1%}; answered "
+            f"without memory (visible-only) by rule {v['visible_rule_rate']:.1%} / by judge "
+            f"{v['visible_only_rate']:.1%}")
 
 
 def _checks_table(data: dict) -> Table:

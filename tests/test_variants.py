@@ -228,6 +228,17 @@ def test_query_rules_catch_one_session_keywords_recency_and_bad_references():
         "Plan it.", sessions, ["a", "b", "c"], ["c", "d", "e"], recency, 3)
 
 
+def test_the_visible_only_rule_catches_an_answer_in_the_query_or_in_the_no_context_answer():
+    correct = ["Treadmill runs at home in January.", "Indoor treadmill sessions.", "Run at home on the treadmill."]
+    assert stage.visible_problems("Put together my January running plan.", "Run outside when you can.", correct,
+                                  0.6) == []
+    assert stage.visible_problems("Indoor treadmill sessions or not?", "No idea.", correct, 0.6) == [
+        "visible-only (rule): the query holds every content word of accepted answer 2"]
+    assert stage.visible_problems("Plan January.", "Treadmill runs at home, it is January.", correct, 0.6) == [
+        "visible-only (rule): the no-context answer shares 100% of accepted answer 1's content words"]
+    assert stage.visible_problems("Plan January.", "Treadmill runs outdoors.", correct, 0.6) == [], "50% < 60%"
+
+
 def test_sessions_keep_the_gap_stay_in_range_and_their_time_order_is_drawn():
     first, last = dt.date(2022, 1, 2), dt.date(2022, 3, 1)
     firsts = set()
@@ -313,6 +324,15 @@ def test_a_query_answered_without_memory_is_rejected_and_never_joins(tmp_path):
     run(out, ["traces", "qa"])
     assert not [t for t in load(directory, "traces.jsonl") if t.variant_set_id]
     assert not [q for q in load(directory, "qa.jsonl") if q.variant_set_id]
+
+    out2 = tmp_path / "data2"  # the rule alone: the judge says WRONG, the no-context answer is an accepted one
+    directory2 = setup(out2, one_of("nuanced_temporal"))
+    guessed = script_for("nuanced_temporal")
+    guessed.replies["variants_visible"] = [{"answer": "nuanced_temporal right answer b", "needs_memory": False}]
+    run(out2, ["variants"], guessed)
+    [record] = load(directory2, "variants.jsonl")
+    assert record.visible_label == "WRONG" and not record.kept
+    assert record.reason == "visible-only (rule): the no-context answer shares 100% of accepted answer 1's content words"
 
 
 # ------------------------------------------------------------------------------------------ order independence
@@ -409,7 +429,7 @@ def test_stats_report_each_check_rate():
         one(False, ["too hidden (judge): x", "too hidden: no word"], ["order decides: the query names recency (x)"],
             "CORRECT"),
         one(False, [], ["too explicit: every keyword of the query is in session 1"], "WRONG"),
-        one(False, [], [], "CORRECT"),
+        one(False, [], ["visible-only (rule): the query holds every content word of accepted answer 1"], "CORRECT"),
     ])
     assert rates["sets"] == 4 and rates["kept"] == 1 and rates["kept_rate"] == 0.25
     assert rates["by_relation"] == {"relation_contradictory": {"sets": 4, "kept": 1}}
@@ -417,7 +437,7 @@ def test_stats_report_each_check_rate():
     assert rates["session_judge_hidden_rate"] == 0.25 and rates["session_judge_explicit_rate"] == 0.0
     assert rates["session_repaired_rate"] == 1.0  # both first-draft failures ended clean (no rule_problems left)
     assert rates["query_recency_rate"] == 0.25 and rates["query_one_session_rate"] == 0.25
-    assert rates["visible_only_rate"] == 0.5
+    assert rates["visible_only_rate"] == 0.5 and rates["visible_rule_rate"] == 0.25
 
 
 def test_synth_stats_prints_the_variant_rates(tmp_path):

@@ -141,6 +141,23 @@ def query_problems(query: str, sessions: Sequence[str], correct: Sequence[str], 
     return problems
 
 
+def visible_problems(query: str, visible_answer: str, correct: Sequence[str], overlap: float) -> list[str]:
+    """The visible-only check's model-free part: the query must not hold every content word of an accepted answer
+    (it would give the answer away), and the no-context answer must not share `overlap` or more of an accepted
+    answer's content words (it was found without memory, whatever the judge says)."""
+    asked, guessed = cue_words(query), cue_words(visible_answer)
+    for k, answer in enumerate(correct, 1):
+        words = cue_words(answer)
+        if not words:
+            continue
+        if words <= asked:
+            return [f"visible-only (rule): the query holds every content word of accepted answer {k}"]
+        if len(words & guessed) / len(words) >= overlap:
+            return [f"visible-only (rule): the no-context answer shares {len(words & guessed) / len(words):.0%} of "
+                    f"accepted answer {k}'s content words"]
+    return []
+
+
 def session_days(key: str, first: dt.date, last: dt.date, count: int, gap: int) -> list[dt.date] | None:
     """`count` days in [first, last], each at least `gap` days after the one before (seeded by `key`); None when
     the span has no room."""
@@ -257,6 +274,7 @@ class VariantWriter:
         problems = query_problems(query, [v.content for v in variants], correct, wrong,
                                   section.recency_words.get(ctx.language, []), section.min_query_keywords)
         visible = await ctx.ask("variants_visible", "variants_visible.j2", {"question": query}, VisibleAnswer)
+        problems += visible_problems(query, visible.answer, correct, section.visible_overlap)
         judged = await ctx.ask("variants_judge", "variants_judge.j2",
                                judge_variables(query, relation, visible.answer, correct, wrong), RelationVerdict)
         record = VariantSet(
