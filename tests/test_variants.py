@@ -16,6 +16,7 @@ from test_templates_zh_native import PERSONA as ZH_PERSONA
 from test_templates_zh_native import VARIANT_TEMPLATES, VARIANTS, leftovers
 
 from synth import relations, rules, stats
+from synth.conf import preset_config
 from synth.eval import waterfall
 from synth.eval.run import run_eval
 from synth.jsonl import read_records, write_atomic
@@ -41,6 +42,7 @@ from synth.models import (
 )
 from synth.pipeline import open_session, run_stages
 from synth.prompts import render
+from synth.settings import parse
 from synth.stages import variants as stage
 from synth.validate import validate_dataset
 
@@ -623,3 +625,19 @@ def test_variants_rerun_alone_makes_traces_and_qa_stale(tmp_path):
     fake = run(out, ["traces"])
     assert not fake.seen, "the fold makes no model call"
     assert record.variants[0].content in {t.content for t in load(directory, "traces.jsonl")}
+
+
+def test_a_private_seed_keeps_its_sessions_off_public_media(tmp_path):
+    out = tmp_path / "data"
+    directory = setup(out, one_of("complementary_all", n=5), seeds=5)
+    seeds = load(directory, "evidence.jsonl")
+    write_atomic(directory / "evidence.jsonl", [s.model_copy(update={"private": k < 4}) for k, s in enumerate(seeds)])
+    one = script_for("complementary_all")
+    script = Script({task: replies * 5 for task, replies in one.replies.items()},
+                    {text: contents * 5 for text, contents in one.sessions.items()})
+    run(out, ["variants"], script)
+    records = load(directory, "variants.jsonl")
+    public = set(parse(preset_config("tiny")).traces.public_media)
+    private = {s.id for s in seeds[:4]}
+    used = {v.medium for r in records if r.seed_evidence_id in private for v in r.variants}
+    assert len(records) == 5 and public and used and not used & public, used

@@ -237,6 +237,8 @@ class VariantWriter:
         self.arcs: dict[str, LifeArc] = {a.id: a for a in ctx.arcs}
         traces = ctx.settings.traces
         self.weights = media_weights(traces, ctx.language)
+        # a private seed's sessions stay off public media (the privacy rule the traces stage and validate hold)
+        self.private_weights = {m: w for m, w in self.weights.items() if m not in traces.public_media} or self.weights
         chars = traces.zh_chars_per_word if ctx.language == "zh" else 1.0
         self.words = (round(self.section.min_words * chars), round(self.section.max_words * chars))
         self.last_day = self.persona.end + dt.timedelta(days=ctx.settings.qa.question_grace_days)
@@ -258,7 +260,7 @@ class VariantWriter:
                                           "date": event.time.date().isoformat()}},
                                 set_answer(size))
         drafts = [v.model_dump() for v in drafted.variants]
-        media = suggest_media(set_id, size, self.weights)
+        media = suggest_media(set_id, size, self.private_weights if seed.private else self.weights)
         written = await asyncio.gather(*(self.session(relation, drafts, k, media[k], times[k]) for k in range(size)))
         variants = [Variant(text=d["text"].strip(), condition=d["condition"].strip(), signal=d["signal"].strip(),
                             trace_id=mint_id(set_id, "session", k), time=times[k], medium=media[k], content=content)
