@@ -9,7 +9,7 @@ and the key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -18,6 +18,14 @@ from synth.llm.base import InputError
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    ordered: ClassVar[tuple[tuple[str, str], ...]] = ()  # (low, high) fields: low may not be above high
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Section":
+        for low, high in self.ordered:
+            if getattr(self, low) > getattr(self, high):
+                raise ValueError(f"{low} {getattr(self, low)} is above {high} {getattr(self, high)}")
+        return self
 
 
 class PersonaSettings(Section):
@@ -41,6 +49,7 @@ class PhasesSettings(Section):
 
 
 class EventsSettings(Section):
+    ordered = (("min_events", "max_events"),)
     events_per_week: float = Field(gt=0)  # a phase's events: its length in weeks times this, within the bounds
     min_events: int = Field(ge=1)
     max_events: int = Field(ge=1)
@@ -50,18 +59,13 @@ class EventsSettings(Section):
     max_gap_days: int = Field(ge=1)  # an everyday phase gets at least one event per this many days
     recent_phases: int = Field(ge=0)  # the phases before a phase, shown to its events prompt (continuity)
     new_people: int = Field(ge=0)  # an event may add at most this many people (and as many places) to the registry
-    gap_room_days: int = Field(ge=0)
-    fill_gaps: bool  # a stretch no event can be moved into gets everyday events of its own (one call per stretch)  # events are re-dated to leave at most max_gap_days minus this without one
+    gap_room_days: int = Field(ge=0)  # events are re-dated to leave at most max_gap_days minus this without one
+    fill_gaps: bool  # a stretch no event can be moved into gets everyday events of its own (one call per stretch)
     travel_seeds: list[str]  # seed names of major events during which the person travels (gaps allowed)
-
-    @model_validator(mode="after")
-    def _bounds(self) -> "EventsSettings":
-        if self.min_events > self.max_events:
-            raise ValueError(f"min_events {self.min_events} is above max_events {self.max_events}")
-        return self
 
 
 class TracesSettings(Section):
+    ordered = (("min_words", "max_words"),)
     traces_per_event: int = Field(ge=1)
     min_words: int = Field(ge=1)
     max_words: int = Field(ge=1)
@@ -84,12 +88,11 @@ class TracesSettings(Section):
         for language, weights in self.media.items():
             if not any(w > 0 for w in weights.values()):
                 raise ValueError(f"media.{language}: at least one medium needs a positive weight")
-        if self.min_words > self.max_words:
-            raise ValueError(f"min_words {self.min_words} is above max_words {self.max_words}")
         return self
 
 
 class ChatsSettings(Section):
+    ordered = (("min_utterances", "max_utterances"),)
     max_days_per_group: int = Field(ge=0)  # active days generated per group (0 = every active day)
     max_groups: int = Field(ge=0)  # groups with an active day that get chats, in family, work, friends order (0 = all)
     min_utterances: int = Field(ge=1)
@@ -102,14 +105,9 @@ class ChatsSettings(Section):
     family_words: list[str]
     work_words: list[str]
 
-    @model_validator(mode="after")
-    def _range(self) -> "ChatsSettings":
-        if self.min_utterances > self.max_utterances:
-            raise ValueError(f"min_utterances {self.min_utterances} is above max_utterances {self.max_utterances}")
-        return self
-
 
 class LifelogSettings(Section):
+    ordered = (("min_lines", "max_lines"),)
     minutes: int = Field(ge=1)  # how long an event's dialogue runs
     max_events: int = Field(ge=0)  # events (with evidence, oldest first) that get a dialogue (0 = every one)
     min_lines: int = Field(ge=1)
@@ -122,12 +120,6 @@ class LifelogSettings(Section):
     plan_max_items: int = Field(ge=1)  # a day's agenda has at most this many items
     plan_event_slack_minutes: int = Field(ge=0)  # an event's agenda item may be this far from the event's time
 
-    @model_validator(mode="after")
-    def _range(self) -> "LifelogSettings":
-        if self.min_lines > self.max_lines:
-            raise ValueError(f"min_lines {self.min_lines} is above max_lines {self.max_lines}")
-        return self
-
 
 RelationKey = Literal["complementary_all", "complementary_any", "nuanced_temporal", "nuanced_contextual",
                       "contradictory"]
@@ -136,6 +128,7 @@ RelationKey = Literal["complementary_all", "complementary_any", "nuanced_tempora
 class VariantsSettings(Section):
     """SubtleMemory's relation-controlled variant sets (synth variants)."""
 
+    ordered = (("min_words", "max_words"),)
     # seed facts (one variant set each) per relation type; 0 = none
     seeds_per_relation: dict[RelationKey, Annotated[int, Field(ge=0)]]
     set_size: dict[RelationKey, Annotated[int, Field(ge=2, le=4)]]  # variants (hence sessions) per set
@@ -148,12 +141,6 @@ class VariantsSettings(Section):
     recency_words: dict[Literal["en", "zh"], list[str]]  # a query with one of these lets session order decide
     # visible-only, model-free: a no-context answer sharing this share of an accepted answer's content words
     visible_overlap: float = Field(gt=0, le=1)
-
-    @model_validator(mode="after")
-    def _sizes(self) -> "VariantsSettings":
-        if self.min_words > self.max_words:
-            raise ValueError(f"min_words {self.min_words} is above max_words {self.max_words}")
-        return self
 
 
 class QASettings(Section):

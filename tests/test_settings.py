@@ -89,3 +89,15 @@ def test_models_declare_no_defaults_so_presets_toml_is_the_one_place() -> None:
     assert walk(settings.Settings) == []
     defaults = tomllib.loads((conf.CONFIG_DIR / "presets.toml").read_text())["defaults"]
     assert set(defaults) | {"preset"} == set(settings.Settings.model_fields)
+
+
+@pytest.mark.parametrize("section, low, high", [("events", "min_events", "max_events"),
+                                                ("traces", "min_words", "max_words"),
+                                                ("chats", "min_utterances", "max_utterances"),
+                                                ("lifelog", "min_lines", "max_lines"),
+                                                ("variants", "min_words", "max_words")])
+def test_a_low_bound_above_its_high_bound_is_one_line_naming_both(section, low, high):
+    config = conf.preset_config("small")
+    config[section] = {**config[section], low: config[section][high] + 1}
+    with pytest.raises(InputError, match=f"{section}: .*{low} \\d+ is above {high} \\d+"):
+        settings.parse(config)
