@@ -5,6 +5,7 @@ stage repairs with them, `synth validate` reports what is left, `synth stats` gi
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,13 +18,16 @@ from synth.models import Event, Evidence, Trace
 @dataclass(frozen=True)
 class LeakRule:
     """The thresholds of `[traces]`: which media are public, when a private statement counts as revealed (at least
-    `min_matches` of its distinctive terms and at least `overlap` of them in the trace), and which terms are too
-    common to be distinctive (in more than `common_share` of the persona's evidence statements, at least one)."""
+    `min_matches` of its distinctive terms and at least `overlap` of them in the trace), which terms are too
+    common to be distinctive (in more than `common_share` of the persona's evidence statements, at least one), and
+    how far back a secret still counts: the private evidence of the trace's own phase up to its time, and of any
+    event in the `lookback_days` before it (a doubt hidden in March is still hidden in a May post)."""
 
     public_media: frozenset[str]
     overlap: float
     min_matches: int
     common_share: float
+    lookback_days: int = 0
 
     @classmethod
     def of(cls, traces: Mapping[str, Any]) -> LeakRule:
@@ -33,7 +37,8 @@ class LeakRule:
 
         section = recorded_section({"traces": dict(traces)}, "traces")
         return cls(frozenset(section["public_media"]), float(section["leak_overlap"]),
-                   int(section["leak_min_matches"]), float(section["leak_common_share"]))
+                   int(section["leak_min_matches"]), float(section["leak_common_share"]),
+                   int(section["privacy_lookback_days"]))
 
 
 class CommonTerms:
@@ -83,7 +88,7 @@ def trace_leaks(medium: str, text: str, carried: Sequence[tuple[str, str, bool]]
                 exposed: Sequence[tuple[str, str]], common: CommonTerms, rule: LeakRule) -> list[Leak]:
     """What a trace reveals that its person hides, when its medium is public. `carried`: (id, statement, private)
     of the evidence it carries; `exposed`: (id, statement) of the private evidence it could have learnt of (its
-    phase's, up to its time)."""
+    phase's up to its time, and the rule's lookback: `PrivacyIndex.exposed`)."""
     if medium not in rule.public_media:
         return []
     leaks = [Leak(eid, "carried", 1.0) for eid, _, private in carried if private]
@@ -100,25 +105,28 @@ def trace_leaks(medium: str, text: str, carried: Sequence[tuple[str, str, bool]]
 
 class PrivacyIndex:
     """One persona's evidence and events, indexed for `leaks(trace)`: what a trace could reveal is the private
-    evidence of its own phase up to its time (the event and phase it is written from)."""
+    evidence of its own phase up to its time (the event and phase it is written from) and of every event in the
+    rule's `lookback_days` before the trace, whatever its phase."""
 
     def __init__(self, events: Iterable[Event], evidence: Iterable[Evidence], rule: LeakRule) -> None:
         self.rule = rule
         self.evidence = {e.id: e for e in evidence}
         self.common = CommonTerms((e.statement for e in self.evidence.values()), rule.common_share)
         self.events = {e.id: e for e in events}
-        self.private: dict[str, list[tuple[Event, Evidence]]] = {}
-        for item in self.evidence.values():
-            event = self.events.get(item.event_id)
-            if item.private and event is not None:
-                self.private.setdefault(event.phase_id, []).append((event, item))
+        self.private = sorted(((self.events[item.event_id], item) for item in self.evidence.values()
+                               if item.private and item.event_id in self.events), key=lambda p: (p[0].time, p[1].id))
 
     def exposed(self, trace: Trace) -> list[tuple[str, str]]:
+        """(id, statement) of the private evidence `trace` could give away: its phase's first, then the lookback's,
+        newest first (the judge reads the head of this list)."""
         event = self.events.get(trace.event_id)
         if event is None:
             return []
-        return [(item.id, item.statement) for other, item in self.private.get(event.phase_id, [])
-                if other.time <= trace.time]
+        since = trace.time - dt.timedelta(days=self.rule.lookback_days)
+        earlier = [(other, item) for other, item in self.private if other.time <= trace.time]
+        own = [(o, i) for o, i in earlier if o.phase_id == event.phase_id]
+        recent = [(o, i) for o, i in reversed(earlier) if o.phase_id != event.phase_id and o.time >= since]
+        return [(item.id, item.statement) for _, item in own + recent]
 
     def leaks(self, trace: Trace) -> list[Leak]:
         carried = [(i, self.evidence[i].statement, self.evidence[i].private) for i in trace.evidence_ids

@@ -81,7 +81,9 @@ class TracesSettings(Section):
     leak_min_matches: int = Field(ge=1)  # ... and at least this many of them
     leak_common_share: float = Field(gt=0, le=1)  # terms in more of the persona's statements are not distinctive
     privacy_repairs: int = Field(ge=0)  # re-plans, then rewrites, of a trace that reveals a private evidence
-    privacy_judge: bool  # a judge also reads each public trace against its phase's private evidence
+    privacy_lookback_days: int = Field(ge=0)  # private evidence of any phase this recent counts too (own phase: always)
+    privacy_judge: bool  # a judge also reads each public trace against the private evidence it could give away
+    privacy_judge_statements: int = Field(ge=1)  # ... at most this many (its phase's first, then the newest)
 
     @model_validator(mode="after")
     def _some_medium(self) -> "TracesSettings":

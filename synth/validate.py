@@ -584,7 +584,7 @@ class PersonaCheck:
     def check_privacy(self) -> None:
         """Public media never reveal what the person hides (synth.privacy): no trace of a public medium carries
         evidence marked private (a violation); one that repeats the distinctive words of a private statement of its
-        phase is a warning (`warnings`: the word check is a heuristic). Thresholds and public media come from the
+        phase or of the lookback before it is a warning (`warnings`: the word check is a heuristic). Thresholds and public media come from the
         dataset's recorded config (dataset.json), else the shipped defaults."""
         from synth.models import Event, Evidence, Trace
         from synth.privacy import LeakRule, PrivacyIndex

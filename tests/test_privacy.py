@@ -3,6 +3,7 @@ traces stage's repairs (re-plan, code re-route, rewrite) with scripted answers, 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from types import SimpleNamespace
@@ -154,15 +155,33 @@ def test_a_public_trace_that_gives_away_a_private_statement_is_rewritten(tmp_pat
     assert collect(tmp_path)["privacy"][PID]["carried_rate"] == 1.0
 
 
-def test_the_index_exposes_only_private_evidence_of_the_phase_up_to_the_trace():
-    events = [Event(id=e, persona_id=PID, phase_id=ph, time=dt.datetime(2022, 1, day, 9), title=e, description="d",
-                    location="l", participant_ids=[]) for e, ph, day in [("a", "p1", 2), ("b", "p1", 9),
-                                                                          ("c", "p2", 3)]]
-    evidence = [_evidence(f"v{e}", e, f"{HIDDEN} ({e})", True) for e in "abc"]
-    index = PrivacyIndex(events, evidence, RULE)
+def test_the_index_exposes_the_phase_and_recent_secrets_up_to_the_trace():
+    """What a public trace could give away: its phase's private evidence up to its time, then that of any phase in
+    the lookback (newest first); never a later event's, never one older than the lookback."""
+    days = [("a", "p1", dt.date(2022, 1, 2)), ("b", "p1", dt.date(2022, 1, 9)), ("c", "p2", dt.date(2022, 1, 3)),
+            ("d", "p0", dt.date(2021, 11, 20)), ("old", "p0", dt.date(2021, 6, 1))]
+    events = [Event(id=e, persona_id=PID, phase_id=ph, time=dt.datetime.combine(day, dt.time(9)), title=e,
+                    description="d", location="l", participant_ids=[]) for e, ph, day in days]
+    evidence = [_evidence(f"v{e}", e, f"{HIDDEN} ({e})", True) for e, _, _ in days]
     trace = Trace(id="t", persona_id=PID, event_id="a", evidence_ids=[], medium="social_post",
                   time=dt.datetime(2022, 1, 5, 9), intent="i", audience="a", content=LEAKING)
-    assert [i for i, _ in index.exposed(trace)] == ["va"], "not a later event's, not another phase's"
+    assert RULE.lookback_days == 90
+    assert [i for i, _ in PrivacyIndex(events, evidence, RULE).exposed(trace)] == ["va", "vc", "vd"], \
+        "the phase's first, then the lookback's newest first; not b (later), not old (beyond 90 days)"
+    own_phase = dataclasses.replace(RULE, lookback_days=0)
+    assert [i for i, _ in PrivacyIndex(events, evidence, own_phase).exposed(trace)] == ["va"]
+
+
+def test_a_secret_of_an_earlier_phase_retold_in_a_post_is_a_leak_and_the_judge_reads_a_capped_list(tmp_path):
+    """A doubt hidden in one phase and posted in the next is caught by the word check (lookback), and with the
+    lookback at 0 it is not; the judge is shown at most `privacy_judge_statements` statements."""
+    events = [Event(id=e, persona_id=PID, phase_id=ph, time=dt.datetime(2022, 1, day, 9), title=e, description="d",
+                    location="l", participant_ids=[]) for e, ph, day in [("e1", "p1", 2), ("e2", "p2", 20)]]
+    evidence = [_evidence("v1", "e1", HIDDEN, True), _evidence("v2", "e2", ERRAND, False)]
+    post = Trace(id="t", persona_id=PID, event_id="e2", evidence_ids=["v2"], medium="social_post",
+                 time=dt.datetime(2022, 1, 20, 12), intent="i", audience="a", content=LEAKING)
+    assert [(x.evidence_id, x.how) for x in PrivacyIndex(events, evidence, RULE).leaks(post)] == [("v1", "words")]
+    assert PrivacyIndex(events, evidence, dataclasses.replace(RULE, lookback_days=0)).leaks(post) == []
 
 
 def test_the_judge_catches_a_paraphrase_the_word_check_misses(tmp_path):
@@ -189,3 +208,20 @@ def test_the_judge_catches_a_paraphrase_the_word_check_misses(tmp_path):
     assert (post.content, post.privacy_rewrites, post.privacy_judged, post.privacy_flagged) == (CLEAN, 1, True, [])
     figures = collect(tmp_path)["privacy"][PID]
     assert figures["judged"] == 1 and figures["judge_flagged_rate"] == 0.0
+
+
+def test_the_judge_reads_at_most_privacy_judge_statements(tmp_path):
+    """Two secrets before a post, the judge capped at one: it is shown one statement and its answer may name only
+    that one (the verdict's enum follows the list)."""
+    second = "Maya has been hiding a letter from the nursing council about a complaint against her."
+    _inputs(tmp_path / PID, [_evidence("ev1", "e_quiet", HIDDEN, True), _evidence("ev3", "e_quiet", second, True)],
+            [_evidence("ev2", "e_late", ERRAND, False)])
+    script = [_plans("diary", [1, 2]), _text("Dear diary: " + HIDDEN + " " + second),
+              _plans("social_post", [1]), _text(CLEAN), json.dumps({"revealed": [], "reason": "r"})]
+    config = CONFIG.replace("judge = false", "judge = true") + "privacy_judge_statements = 1\n"
+    fake = run(tmp_path, "traces", config, script)
+    assert not fake.script
+    (judge,) = [r for r in fake.seen if r.task == "traces_privacy"]
+    shown = [s for s in (HIDDEN, second) if s in judge.messages[-1]["content"]]
+    assert len(shown) == 1, "one statement, not both"
+    assert judge.json_schema["properties"]["revealed"]["maxItems"] == 1

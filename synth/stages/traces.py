@@ -231,6 +231,7 @@ class TraceWriter:
         self.privacy = PrivacyIndex(ctx.events, ctx.evidence, self.rule)
         self.privacy_repairs = section.privacy_repairs
         self.privacy_judge = section.privacy_judge
+        self.judge_statements = section.privacy_judge_statements
         private = {m: w for m, w in self.weights.items() if m not in self.rule.public_media}
         self.private_medium = max(sorted(private), key=private.get) if private else None
 
@@ -285,7 +286,7 @@ class TraceWriter:
 
     async def write(self, context: dict, event: Event, plan: BaseModel, medium: str, carried: list[Evidence],
                     k: int, max_delay: int) -> Trace:
-        """One trace; a public one that gives away a private statement of its phase (synth.privacy) is written
+        """One trace; a public one that gives away a private statement (its phase's or a recent one: synth.privacy) is written
         again with those statements named as hidden, at most `privacy_repairs` times — what is left is kept and
         reported by `synth validate` and `synth stats`."""
         time = trace_time(event, plan.delay_hours, max_delay)
@@ -311,11 +312,12 @@ class TraceWriter:
                 and bool(self.privacy.exposed(trace)))
 
     async def judged(self, trace: Trace, sample: int) -> list[str]:
-        """The private evidence of the trace's phase that the judge finds given away in a public trace (none asked
-        when the judge is off, the medium is private or the phase hides nothing)."""
+        """The private evidence the judge finds given away in a public trace (`PrivacyIndex.exposed`, at most
+        `privacy_judge_statements` of it: the trace's phase first, then the newest; none asked when the judge is
+        off, the medium is private or nothing before it is hidden)."""
         if not self.judges(trace):
             return []
-        exposed = self.privacy.exposed(trace)
+        exposed = self.privacy.exposed(trace)[:self.judge_statements]
         verdict = await self.ctx.ask("traces_privacy", "traces_privacy.j2",
                                      {"medium": trace.medium, "content": trace.content,
                                       "statements": [statement for _, statement in exposed]},
