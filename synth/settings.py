@@ -62,6 +62,7 @@ class EventsSettings(Section):
     gap_room_days: int = Field(ge=0)  # events are re-dated to leave at most max_gap_days minus this without one
     fill_gaps: bool  # a stretch no event can be moved into gets everyday events of its own (one call per stretch)
     travel_seeds: list[str]  # seed names of major events during which the person travels (gaps allowed)
+    date_words: list[str]  # an event whose text names one of these (or a date, or a public holiday) keeps its day
 
 
 class TracesSettings(Section):

@@ -20,15 +20,45 @@ _WEEKDAY = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|\bweekend
                       re.IGNORECASE)
 
 
+# A calendar date or a dated occasion named in an event's text pins its day: such an event never moves ("25 December",
+# "May 3rd", "2023-05-03", "5月3日"; the occasions are `[events] date_words` and the holidays library's names).
+_MONTH = (r"(january|february|march|april|may|june|july|august|september|october|november|december"
+          r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b\.?")
+_DATE = re.compile(rf"\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?{_MONTH}|\b{_MONTH}\s+\d{{1,2}}(st|nd|rd|th)?\b"
+                   r"|\b\d{4}-\d{2}-\d{2}\b|\d{1,2}月\d{1,2}[日号]", re.IGNORECASE)
+
+
 def names_weekday(event: Event) -> bool:
-    return bool(_WEEKDAY.search(f"{event.title} {event.description}"))
+    return bool(_WEEKDAY.search(_text(event)))
 
 
-def _day_for(event: Event, lo: dt.date, hi: dt.date, want: dt.date, up: bool) -> dt.date | None:
+def _text(event: Event) -> str:
+    return f"{event.title} {event.description}"
+
+
+class DayPins:
+    """Which events keep their day whatever the gaps: their text names a calendar date or one of `words` (dated
+    occasions: festivals, holidays; matched case-insensitively, whole words in English)."""
+
+    def __init__(self, words: Iterable[str] = ()) -> None:
+        self.words = tuple(sorted({w.strip().lower() for w in words if w.strip()}, key=len, reverse=True))
+        latin = [re.escape(w) for w in self.words if w.isascii()]
+        other = [re.escape(w) for w in self.words if not w.isascii()]
+        parts = ([rf"\b({'|'.join(latin)})\b"] if latin else []) + ([f"({'|'.join(other)})"] if other else [])
+        self._words = re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+    def __call__(self, event: Event) -> bool:
+        text = _text(event)
+        return bool(_DATE.search(text) or (self._words is not None and self._words.search(text)))
+
+
+def _day_for(event: Event, lo: dt.date, hi: dt.date, want: dt.date, up: bool,
+             pins: DayPins | None = None) -> dt.date | None:
     """The day to move `event` to inside [lo, hi]: `want` (clamped), or, for an event whose text names a weekday,
     the day of its own weekday that moves it least while reaching `want` (at or after it when moving later, at or
-    before it when moving earlier), else the one closest to `want`; None when no day of its weekday is in range."""
-    if lo > hi:
+    before it when moving earlier), else the one closest to `want`; None when no day of its weekday is in range,
+    and for an event whose text names a date or an occasion (`pins`)."""
+    if lo > hi or (pins is not None and pins(event)):
         return None
     if not names_weekday(event):
         return min(max(want, lo), hi)
@@ -79,14 +109,14 @@ def open_gaps(days: Iterable[dt.date], start: dt.date, end: dt.date, limit: int,
 
 
 def close_gaps(events: Sequence[Event], phases: dict[str, Phase], start: dt.date, end: dt.date, limit: int,
-               travel: Sequence[Span] = ()) -> list[Event]:
+               travel: Sequence[Span] = (), pins: DayPins | None = None) -> list[Event]:
     """Events re-dated (the day only; the time of day is kept) so no stretch of more than `limit` days is without
     an event, where that is possible by moving an event inside its own phase and keeping the time order. Walking
     forward, an event after too long a stretch moves back to the stretch's last allowed day, or its phase's first
     day if that comes later; if the stretch is still too long, the event before it moves later as far as its phase
     and the stretch behind it allow. At the end, the last event moves later the same way. Stretches overlapping
-    travel are left as they are. A moved event records its model-given time in `redated_from`. Returns the events
-    in time order."""
+    travel are left as they are, and so is an event whose text names a date or an occasion (`pins`). A moved event
+    records its model-given time in `redated_from`. Returns the events in time order."""
     out: list[Event] = []
     for event in sorted(events, key=lambda e: (e.time, e.id)):
         previous = out[-1].time.date() if out else start - dt.timedelta(days=1)
@@ -96,17 +126,18 @@ def close_gaps(events: Sequence[Event], phases: dict[str, Phase], start: dt.date
             out.append(event)
             continue
         target = _day_for(event, max(phase.start, previous + dt.timedelta(days=1)), day - dt.timedelta(days=1),
-                          previous + dt.timedelta(days=limit + 1), up=False)
+                          previous + dt.timedelta(days=limit + 1), up=False, pins=pins)
         event = _moved(event, target) if target is not None and target < day else event
         if out and (event.time.date() - previous).days - 1 > limit:
-            _later(out, phases, start, event.time.date(), limit)
+            _later(out, phases, start, event.time.date(), limit, pins)
         out.append(event)
     if out and (end - out[-1].time.date()).days > limit and not _overlaps(out[-1].time.date(), end, travel):
-        _later(out, phases, start, end + dt.timedelta(days=1), limit)
+        _later(out, phases, start, end + dt.timedelta(days=1), limit, pins)
     return out
 
 
-def _later(out: list[Event], phases: dict[str, Phase], start: dt.date, before: dt.date, limit: int) -> None:
+def _later(out: list[Event], phases: dict[str, Phase], start: dt.date, before: dt.date, limit: int,
+           pins: DayPins | None) -> None:
     """Move the last event of `out` later, just enough to leave at most `limit` days before `before` (the next
     event's day, or the day after the timeline) if it can: never past its phase's end, the day before `before`, or
     what the stretch behind it allows."""
@@ -118,7 +149,7 @@ def _later(out: list[Event], phases: dict[str, Phase], start: dt.date, before: d
     if needed <= last.time.date():
         return
     cap = min(phase.end, before - dt.timedelta(days=1), behind + dt.timedelta(days=limit + 1))
-    target = _day_for(last, last.time.date() + dt.timedelta(days=1), cap, needed, up=True)
+    target = _day_for(last, last.time.date() + dt.timedelta(days=1), cap, needed, up=True, pins=pins)
     if target is not None and target > last.time.date():
         out[-1] = _moved(last, target)
 

@@ -187,3 +187,52 @@ def test_weekday_names_are_recognised_in_english_and_chinese_but_not_in_ordinary
     assert names_weekday(_named("x", "a", 0, "礼拜天在家"))
     assert names_weekday(_named("x", "a", 0, "weekend errands"))
     assert not names_weekday(_named("x", "a", 0, "She sat in the sun and read"))
+
+
+def test_an_event_that_names_a_date_or_an_occasion_keeps_its_day():
+    """The same timeline as the first test: its events move to close the stretches, except one whose text names a
+    calendar date, a configured occasion or a public holiday (`DayPins`), which stays where the model put it."""
+    from synth.timeline_gaps import DayPins
+    phases = {"a": _phase("a", 0, 20), "b": _phase("b", 21, 41)}
+    free = [_event("a1", "a", 18), _event("a2", "a", 19), _event("b1", "b", 38), _event("b2", "b", 40)]
+    moved = {e.id: _days([e])[0] for e in close_gaps(free, phases, START, END, 8)}
+    assert moved["a1"] != 18 and moved["b1"] != 38, "unnamed, both move"
+    assert close_gaps([_named("a1", "a", 18, "Tom's birthday"), *free[1:]], phases, START, END, 8)[0].time.day != 19, \
+        "no pins given: the date word alone does not pin"
+    pins = DayPins(["birthday", "春节", "Boxing Day"])
+    for text in ("Dinner for Tom's birthday", "Tickets booked for 25 December", "除夕夜守岁，春节前一天",
+                 "2月1日回老家", "Quiet Boxing Day walk", "the 1st of March deadline"):
+        named = [_named("a1", "a", 18, text), *free[1:]]
+        kept = {e.id: _days([e])[0] for e in close_gaps(named, phases, START, END, 8, pins=pins)}
+        assert kept["a1"] == 18, f"{text!r} keeps its day"
+        assert kept["b1"] != 38, "the other events still move"
+    for text in ("She boxed up old books", "A decent day at the ward", "I may call her", "3号线地铁很挤"):
+        assert not pins(_named("a1", "a", 18, text)), f"{text!r} names no date"
+
+
+def test_the_events_stage_pins_an_event_naming_a_public_holiday_of_the_timeline(tmp_path):
+    """The first stage test's timeline with `date_words` empty: an event whose text names New Year's Day (a GB
+    public holiday on Jan 1, inside the timeline; the library's name, no configured word) keeps its day where the
+    unnamed one moved to Jan 15 (the first phase's e1 goes as late as its phase allows; the stretch left is the
+    filler's, off here)."""
+    d = tmp_path / "p01_maya"
+    _, majors = _write_phase_inputs(d)
+    write_atomic(d / "phases.jsonl", [
+        Phase(id=f"ph{m.index}", persona_id="p01_maya", major_event_id=m.id, index=0, title="t", description="d",
+              start=m.start, end=m.end, snapshot_before=SNAP, snapshot_after=SNAP, arc_states=m.arc_states)
+        for m in majors])
+    write_atomic(d / "phase_people.jsonl", [])
+    text = ["Still eating New Year's Day leftovers", "d"]
+    answer = json.dumps({"events": [
+        {"title": f"e{n}", "description": text[n], "location": "ward", "day": 5, "hour": 9, "minute": n,
+         "participants": [], "evidence": [{"kind": "fact", "statement": "s", "arcs": ["Arc 0"], "private": False}] * 2}
+        for n in range(2)]})
+    config = tmp_path / "c.toml"
+    config.write_text("[events]\nmin_events = 2\nmax_events = 2\nmax_gap_days = 6\ngap_room_days = 1\n"
+                      "date_words = []\nfill_gaps = false\n")
+    fake = run_stages_for(tmp_path, "p01_maya", config, names=["events"], script=[answer] * 2)
+    assert not fake.script
+    events = read_records(d / "events.jsonl", Event)
+    assert [(e.title, e.time.date().isoformat()) for e in events] == [
+        ("e0", "2022-01-06"), ("e1", "2022-01-10"), ("e0", "2022-01-20"), ("e1", "2022-01-20")]
+    assert all(e.redated_from is None for e in events if e.title == "e0"), "the holiday's event stays"

@@ -35,7 +35,7 @@ from synth.stages.common import (
     state_map,
     unique_labels,
 )
-from synth.timeline_gaps import close_gaps, open_gaps, travel_spans
+from synth.timeline_gaps import DayPins, close_gaps, open_gaps, travel_spans
 
 
 @lru_cache(maxsize=None)
@@ -188,6 +188,11 @@ class EventsRun:
         self.country = ctx.settings.holiday_countries.get(ctx.language, "")
         seeds = ctx.read("seeds.jsonl") if (ctx.dir / "seeds.jsonl").is_file() else []
         self.travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)  # gaps allowed there
+        # an event naming a date, an occasion or a public holiday of the timeline keeps its day when re-dated (the
+        # library's "(observed)" / "（补假）" / "休息日（由 … 调休）" days repeat a name without the brackets, or name none)
+        holidays = holidays_between(self.country, ctx.language, self.persona.start, self.persona.end)
+        self.pins = DayPins([*self.section.date_words,
+                             *(h["name"] for h in holidays if not any(b in h["name"] for b in "(（"))])
 
     def everyday(self, phase: Phase) -> bool:
         major = self.majors.get(phase.major_event_id)
@@ -240,7 +245,7 @@ class EventsRun:
         events, added = merge_newcomers([Event.model_validate(r) for r in done["events.jsonl"]],
                                         [Person.model_validate(r) for r in done["people.jsonl"]])
         return close_gaps(events, {p.id: p for p in self.phases}, self.persona.start, self.persona.end, self.limit,
-                          self.travel), added
+                          self.travel, self.pins), added
 
     def fillers(self, events: list[Event]) -> list[tuple[Phase, Phase]]:
         """Per stretch still too long (outside travel): the phase holding its middle day and the window of the
