@@ -296,7 +296,7 @@ def test_phases_variables_render_their_templates(language):
 
 EVENTS_SECTION = EventsSettings(events_per_week=3, min_events=2, max_events=8, min_evidence=2, max_evidence=4,
                                 everyday_share=0.33, max_gap_days=10, recent_phases=3, new_people=1, gap_room_days=2,
-                                fill_gaps=True, travel_seeds=[])
+                                fill_gaps=True, travel_seeds=[], date_words=[])
 
 
 def test_event_quota_is_proportional_to_the_phase_length_within_bounds():
