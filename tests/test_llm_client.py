@@ -146,6 +146,52 @@ def test_transport_faults_are_retried_through_the_real_sdks(tmp_path, monkeypatc
         assert server.stats()["faults"] == stats.retries
 
 
+class _SlowModel:
+    """A provider whose calls queue for one model (one worker, like llama.cpp in process), each taking 0.15 s."""
+
+    name = "fake"
+    key_env = None
+
+    def __init__(self, in_process: bool) -> None:
+        if in_process:
+            self.in_process = True
+        self.lock = asyncio.Lock()
+        self.calls = 0
+
+    async def complete(self, request: LLMRequest, model: str):
+        from synth.llm.base import ProviderResponse, Usage
+        async with self.lock:
+            self.calls += 1
+            await asyncio.sleep(0.15)
+            return ProviderResponse(text=json.dumps({"name": "x", "count": 1}), usage=Usage())
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_an_in_process_model_has_no_transport_timeout(in_process):
+    """Eight concurrent calls queue for one model at 0.15 s each, the timeout 0.5 s: the in-process provider
+    (llama.cpp) answers all eight, each once, because the queue is not a fault; a remote provider with the same
+    timing times out those that waited (and retries them: more calls than answers)."""
+    model = _SlowModel(in_process)
+    llm = LLM(providers=lambda route: model, cache=None, max_attempts=2, timeout_s=0.5,
+              backoff_base_s=0.01, backoff_cap_s=0.02)
+    stats = CallStats()
+
+    async def many():
+        return await asyncio.gather(*(llm.generate(resolve_route("fake", None), request(f"t{i}"), Answer, stats)
+                                      for i in range(8)), return_exceptions=True)
+
+    answers = asyncio.run(many())
+    if in_process:
+        assert all(isinstance(a, Answer) for a in answers) and stats.retries == 0 and model.calls == 8
+    else:
+        assert stats.retries > 0 and any(isinstance(a, TransportError) for a in answers)
+
+
+def test_the_local_provider_is_in_process():
+    from synth.llm.local import LocalProvider
+    assert LocalProvider.in_process is True
+
+
 def test_timeouts_are_retried(tmp_path):
     with FakeServer(fault_rate=0.5, faults="timeout", timeout_sleep_s=2.0, seed=5) as server:
         route = resolve_route("openai", "m", server.openai_base_url)

@@ -63,6 +63,7 @@ class ProviderResponse:
 class Provider(Protocol):
     name: str
     key_env: str | None  # the environment variable holding its key, if it needs one
+    # (optional) `in_process = True`: the provider computes in this process (llama.cpp), so no transport timeout
 
     async def complete(self, request: LLMRequest, model: str) -> ProviderResponse: ...
 

@@ -257,10 +257,16 @@ class LLM:
 
     async def _attempt(self, route: Route, request: LLMRequest, provider: Provider,
                        limiter: RateLimiter) -> ProviderResponse:
-        """One attempt; a timeout is a TransportError (retried) and a 429 slows the rate limiter down."""
+        """One attempt; a timeout is a TransportError (retried) and a 429 slows the rate limiter down. A provider
+        that runs in this process (`in_process`: llama.cpp) has no timeout: its calls queue for one model, so the
+        clock would count the wait behind other units, and a call abandoned at the deadline cannot be stopped — it
+        keeps the model busy while its retry, the same seed, is bound to time out again (its answer is bounded by
+        max_tokens instead)."""
         try:
             if self.batch is not None:
                 return await self.batch.complete(route, request)
+            if getattr(provider, "in_process", False):
+                return await provider.complete(request, route.model)
             # asyncio.timeout, not wait_for: no extra task per call.
             async with asyncio.timeout(self.timeout_s):
                 return await provider.complete(request, route.model)

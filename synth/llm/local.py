@@ -115,6 +115,7 @@ class LocalProvider:
 
     name = "local"
     key_env = None
+    in_process = True  # no transport timeout (synth.llm.client): calls queue for the model, bounded by max_tokens
 
     def __init__(self, model: str, n_ctx: int | None = None, n_threads: int | None = None,
                  registry: ModelRegistry | None = None) -> None:
