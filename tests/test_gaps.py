@@ -75,11 +75,8 @@ def test_a_gap_no_event_can_reach_stays_and_travel_is_exempt():
     assert travel_spans(majors, seeds, ["long_trip_abroad"]) == [(START, END)]
 
 
-def test_the_events_stage_redates_a_scripted_timeline_and_validate_reports_a_remaining_gap(tmp_path):
-    """Two major events (Jan 1-10, Jan 15-20) of one phase each, the timeline to Feb 11; the model puts both events
-    of each phase on its day 5 (Jan 6, Jan 20). With max_gap_days 6 and 1 day of room (events at most 5 days
-    apart), the second phase's first event moves to its phase's first day (Jan 15) and the first phase's second
-    event later (Jan 9); the stretch after the last phase cannot be closed by re-dating: a validate finding."""
+def _one_phase_per_major_event(tmp_path):
+    """The scripted timeline of `_write_phase_inputs` (major events Jan 1-10 and Jan 15-20), one phase each."""
     d = tmp_path / "p01_maya"
     _, majors = _write_phase_inputs(d)
     write_atomic(d / "phases.jsonl", [
@@ -87,6 +84,15 @@ def test_the_events_stage_redates_a_scripted_timeline_and_validate_reports_a_rem
               start=m.start, end=m.end, snapshot_before=SNAP, snapshot_after=SNAP, arc_states=m.arc_states)
         for m in majors])
     write_atomic(d / "phase_people.jsonl", [])
+    return d
+
+
+def test_the_events_stage_redates_a_scripted_timeline_and_validate_reports_a_remaining_gap(tmp_path):
+    """Two major events (Jan 1-10, Jan 15-20) of one phase each, the timeline to Feb 11; the model puts both events
+    of each phase on its day 5 (Jan 6, Jan 20). With max_gap_days 6 and 1 day of room (events at most 5 days
+    apart), the second phase's first event moves to its phase's first day (Jan 15) and the first phase's second
+    event later (Jan 9); the stretch after the last phase cannot be closed by re-dating: a validate finding."""
+    d = _one_phase_per_major_event(tmp_path)
     answer = json.dumps({"events": [
         {"title": f"e{n}", "description": "d", "location": "ward", "day": 5, "hour": 9, "minute": n,
          "participants": [], "evidence": [{"kind": "fact", "statement": "s", "arcs": ["Arc 0"], "private": False}] * 2}
@@ -215,13 +221,7 @@ def test_the_events_stage_pins_an_event_naming_a_public_holiday_of_the_timeline(
     public holiday on Jan 1, inside the timeline; the library's name, no configured word) keeps its day where the
     unnamed one moved to Jan 15 (the first phase's e1 goes as late as its phase allows; the stretch left is the
     filler's, off here)."""
-    d = tmp_path / "p01_maya"
-    _, majors = _write_phase_inputs(d)
-    write_atomic(d / "phases.jsonl", [
-        Phase(id=f"ph{m.index}", persona_id="p01_maya", major_event_id=m.id, index=0, title="t", description="d",
-              start=m.start, end=m.end, snapshot_before=SNAP, snapshot_after=SNAP, arc_states=m.arc_states)
-        for m in majors])
-    write_atomic(d / "phase_people.jsonl", [])
+    d = _one_phase_per_major_event(tmp_path)
     text = ["Still eating New Year's Day leftovers", "d"]
     answer = json.dumps({"events": [
         {"title": f"e{n}", "description": text[n], "location": "ward", "day": 5, "hour": 9, "minute": n,
