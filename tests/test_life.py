@@ -49,6 +49,26 @@ def test_phase_bounds_tile_the_event_for_every_length_and_count():
     assert phases_stage.phase_bounds(22, 3, 0, 0) == (0, 19)
 
 
+def test_everyday_phases_are_never_longer_than_everyday_phase_days():
+    """An everyday stretch of any length cut into ceil(length / most) phases: whatever end days the model picks
+    inside the bounds (always the earliest, always the latest, or alternating), every phase lasts 1..most days and
+    they tile the stretch. (A 202-day stretch on Gemma came back as phases of 103, 1 × 7, 91 and 1 days before.)"""
+    for most in (1, 3, 7, 21):
+        for length in range(1, 80):
+            count = -(-length // most)
+            for pick in ("low", "high", "zigzag"):
+                start, sizes = 0, []
+                for k in range(count):
+                    low, high = phases_stage.phase_bounds(length, count, k, start, most)
+                    assert start <= low <= high <= length - 1, (most, length, count, k)
+                    end = low if pick == "low" or (pick == "zigzag" and k % 2) else high
+                    sizes.append(end - start + 1)
+                    start = end + 1
+                assert start == length and all(1 <= n <= most for n in sizes), (most, length, pick, sizes)
+    assert phases_stage.phase_bounds(202, 10, 0, 0, 21) == (12, 20), "9 later phases cover 189 days at most"
+    assert phases_stage.phase_bounds(202, 10, 0, 0) == (0, 192), "without `most` (major events) the model chooses"
+
+
 def test_arc_states_move_inside_phases_and_reach_the_alignment_at_the_last():
     before, target = {"a": 0, "b": 1}, {"a": 2, "b": 1}
     first = phases_stage.states_after(before, target, 0, 3)

@@ -69,12 +69,19 @@ def states_after(before: dict[str, int], target: dict[str, int], k: int, count: 
     return out
 
 
-def phase_bounds(length: int, count: int, k: int, start: int) -> tuple[int, int]:
+def phase_bounds(length: int, count: int, k: int, start: int, most: int | None = None) -> tuple[int, int]:
     """The day offsets (inside the event) where phase k may end: room is left for each later phase; the last
-    phase ends with the event, so the phases tile the event without gaps or overlaps."""
+    phase ends with the event, so the phases tile the event without gaps or overlaps. `most` (an everyday
+    stretch's `everyday_phase_days`): no phase longer than that — this one ends within `most` days of its start,
+    and late enough that the phases after it, `most` days each at most, still reach the end (`count` must be at
+    least the length over `most`, rounded up, as `phase_count` makes it)."""
     if k == count - 1:
         return length - 1, length - 1
-    return start, length - 1 - (count - 1 - k)
+    later = count - 1 - k
+    low, high = start, length - 1 - later
+    if most:
+        low, high = max(low, length - 1 - later * most), min(high, start + most - 1)
+    return low, high
 
 
 @dataclass(frozen=True)
@@ -93,11 +100,12 @@ class PhaseSlot:
         return self.event.start + dt.timedelta(days=offset)
 
 
-def phase_slot(event: MajorEvent, k: int, count: int, previous: Phase | None) -> PhaseSlot:
-    """Phase k starts the day after the previous phase of the same event ends (the first phase, with the event)."""
+def phase_slot(event: MajorEvent, k: int, count: int, previous: Phase | None, most: int | None = None) -> PhaseSlot:
+    """Phase k starts the day after the previous phase of the same event ends (the first phase, with the event);
+    `most`: the longest a phase may be (everyday stretches)."""
     length = (event.end - event.start).days + 1
     start = (previous.end - event.start).days + 1 if previous and k > 0 else 0
-    low, high = phase_bounds(length, count, k, start)
+    low, high = phase_bounds(length, count, k, start, most)
     return PhaseSlot(event, k, count, start, low, high)
 
 
@@ -181,7 +189,9 @@ class PhasesRun:
         previous_key = self.keys[position - 1] if position else None
         previous = self.ctx.done_records(previous_key, "phases.jsonl", Phase)[0] if previous_key else None
         before = previous.snapshot_after if previous else await self.initial_snapshot()
-        slot = phase_slot(event, k, count, previous if previous and previous.major_event_id == event.id else None)
+        most = self.ctx.section.everyday_phase_days if event.kind == "everyday" else None
+        slot = phase_slot(event, k, count, previous if previous and previous.major_event_id == event.id else None,
+                          most)
         start_states = state_map(previous.arc_states) if previous else {}
         after_states = states_after(start_states, state_map(event.arc_states), k, count)
         moves = arc_moves(self.arcs, start_states, after_states)
