@@ -114,7 +114,8 @@ def close_gaps(events: Sequence[Event], phases: dict[str, Phase], start: dt.date
     an event, where that is possible by moving an event inside its own phase and keeping the time order. Walking
     forward, an event after too long a stretch moves back to the stretch's last allowed day, or its phase's first
     day if that comes later; if the stretch is still too long, the event before it moves later as far as its phase
-    and the stretch behind it allow. At the end, the last event moves later the same way. Stretches overlapping
+    and the stretch behind it allow, or, when the model put several events on that day, they spread into the
+    stretch (`_spread`). At the end, the last events move later the same way. Stretches overlapping
     travel are left as they are, and so is an event whose text names a date or an occasion (`pins`). A moved event
     records its model-given time in `redated_from`. Returns the events in time order."""
     out: list[Event] = []
@@ -129,11 +130,57 @@ def close_gaps(events: Sequence[Event], phases: dict[str, Phase], start: dt.date
                           previous + dt.timedelta(days=limit + 1), up=False, pins=pins)
         event = _moved(event, target) if target is not None and target < day else event
         if out and (event.time.date() - previous).days - 1 > limit:
-            _later(out, phases, start, event.time.date(), limit, pins)
+            _forward(out, phases, start, event.time.date(), limit, pins)
         out.append(event)
     if out and (end - out[-1].time.date()).days > limit and not _overlaps(out[-1].time.date(), end, travel):
-        _later(out, phases, start, end + dt.timedelta(days=1), limit, pins)
+        _forward(out, phases, start, end + dt.timedelta(days=1), limit, pins)
     return out
+
+
+def _forward(out: list[Event], phases: dict[str, Phase], start: dt.date, before: dt.date, limit: int,
+             pins: DayPins | None) -> None:
+    """Close the stretch before `before` from behind: spread the events the model put on the stretch's first day
+    (`_spread`), or, with one event there, move it later (`_later`)."""
+    if not _spread(out, phases, before, limit, pins):
+        _later(out, phases, start, before, limit, pins)
+
+
+def _spread(out: list[Event], phases: dict[str, Phase], before: dt.date, limit: int, pins: DayPins | None) -> bool:
+    """Events on one day before too long a stretch (a model puts a phase's events on its first day) spread into
+    it: the last m of them move to every `limit + 1` days after that day (no further than the stretch needs), in
+    their order, each inside its phase
+    and before `before` (a weekday or date its text names is kept as `_day_for` keeps it), m the fewest that
+    close the stretch, or as many as can move. False when fewer than two events share that day or none can move;
+    the first of them stays, and so does one whose text pins its day."""
+    day = out[-1].time.date()
+    k = 0
+    while k < len(out) and out[-1 - k].time.date() == day:
+        k += 1
+    if k < 2:
+        return False
+    stay = [e for e in out[-k:] if pins is not None and pins(e)]  # a pinned event keeps the day: it comes first
+    cluster, best = stay + [e for e in out[-k:] if e not in stay], None
+    needed = before - dt.timedelta(days=limit + 1)  # the last moved event need go no further
+    for m in range(1, k):
+        placed, previous = [], day
+        for i, event in enumerate(cluster[k - m:], 1):
+            phase = phases.get(event.phase_id)
+            hi = min(phase.end, before - dt.timedelta(days=1)) if phase else previous
+            want = min(day + dt.timedelta(days=i * (limit + 1)), needed)
+            target = _day_for(event, previous + dt.timedelta(days=1), hi, want, up=True, pins=pins)
+            if target is None:
+                break
+            placed.append(_moved(event, target))
+            previous = target
+        if len(placed) < m:
+            break
+        best = placed
+        if (before - previous).days - 1 <= limit:
+            break
+    if best is None:
+        return False
+    out[len(out) - k:] = cluster[:k - len(best)] + best
+    return True
 
 
 def _later(out: list[Event], phases: dict[str, Phase], start: dt.date, before: dt.date, limit: int,

@@ -236,3 +236,21 @@ def test_the_events_stage_pins_an_event_naming_a_public_holiday_of_the_timeline(
     assert [(e.title, e.time.date().isoformat()) for e in events] == [
         ("e0", "2022-01-06"), ("e1", "2022-01-10"), ("e0", "2022-01-20"), ("e1", "2022-01-20")]
     assert all(e.redated_from is None for e in events if e.title == "e0"), "the holiday's event stays"
+
+
+def test_events_the_model_put_on_one_day_spread_into_the_stretch_after_it():
+    """Five events on a phase's first day, the next event 41 days later in a one-day phase (it cannot move back):
+    moving only the last of the five would leave most of the stretch; they spread every limit + 1 days, the
+    last no further than the stretch needs, and one whose text names a date stays on its day."""
+    phases = {"a": _phase("a", 0, 40), "b": _phase("b", 41, 41)}
+    cluster = [_event(f"a{i}", "a", 0) for i in range(5)]
+    fixed = close_gaps([*cluster, _event("b1", "b", 41)], phases, START, START + dt.timedelta(days=41), 8)
+    assert _days(fixed) == [0, 9, 18, 27, 32, 41]
+    assert [e.id for e in fixed] == ["a0", "a1", "a2", "a3", "a4", "b1"], "the time order is kept"
+    assert open_gaps([e.time.date() for e in fixed], START, START + dt.timedelta(days=41), 8) == []
+    from synth.timeline_gaps import DayPins
+    pinned = [_named("a4", "a", 0, "Dinner on 1 January"), *cluster[:4]]
+    kept = close_gaps([*pinned, _event("b1", "b", 41)], phases, START, START + dt.timedelta(days=41), 8,
+                      pins=DayPins())
+    assert {e.id: _days([e])[0] for e in kept}["a4"] == 0, "the dated one keeps its day"
+    assert _days(kept) == [0, 9, 18, 27, 32, 41] and kept[0].id == "a4", "it stays first; the other four spread"
