@@ -146,31 +146,33 @@ def _forward(out: list[Event], phases: dict[str, Phase], start: dt.date, before:
 
 
 def _spread(out: list[Event], phases: dict[str, Phase], before: dt.date, limit: int, pins: DayPins | None) -> bool:
-    """Events on one day before too long a stretch (a model puts a phase's events on its first day) spread into
-    it: the last m of them move to every `limit + 1` days after that day (no further than the stretch needs), in
-    their order, each inside its phase
-    and before `before` (a weekday or date its text names is kept as `_day_for` keeps it), m the fewest that
-    close the stretch, or as many as can move. False when fewer than two events share that day or none can move;
-    the first of them stays, and so does one whose text pins its day."""
-    day = out[-1].time.date()
-    k = 0
-    while k < len(out) and out[-1 - k].time.date() == day:
+    """A burst of events before too long a stretch (a model puts a phase's events on its first day or days: the
+    trailing events of `out` on consecutive days, at least two) spreads into it: the last m of them move to every
+    `limit + 1` days after the latest day left to the others (no further than the stretch needs), in their order,
+    each inside its phase and before `before` (a weekday its text names is kept as `_day_for` keeps it), m the
+    fewest that close the stretch, or as many as can move. One whose text pins its day (`pins`) stays, as does the
+    first. False when there is no burst or none of it can move."""
+    k = 1
+    while k < len(out) and (out[-k].time.date() - out[-1 - k].time.date()).days <= 1:
         k += 1
     if k < 2:
         return False
-    stay = [e for e in out[-k:] if pins is not None and pins(e)]  # a pinned event keeps the day: it comes first
-    cluster, best = stay + [e for e in out[-k:] if e not in stay], None
+    burst = out[-k:]
+    stay = [e for e in burst if pins is not None and pins(e)]
+    cluster, best = stay + [e for e in burst if e not in stay], None
     needed = before - dt.timedelta(days=limit + 1)  # the last moved event need go no further
     for m in range(1, k):
-        placed, previous = [], day
+        anchor = max(e.time.date() for e in cluster[:k - m])
+        placed, previous = [], anchor
         for i, event in enumerate(cluster[k - m:], 1):
             phase = phases.get(event.phase_id)
             hi = min(phase.end, before - dt.timedelta(days=1)) if phase else previous
-            want = min(day + dt.timedelta(days=i * (limit + 1)), needed)
-            target = _day_for(event, previous + dt.timedelta(days=1), hi, want, up=True, pins=pins)
+            want = min(anchor + dt.timedelta(days=i * (limit + 1)), needed)
+            target = _day_for(event, max(previous + dt.timedelta(days=1), event.time.date()), hi, want, up=True,
+                              pins=pins)
             if target is None:
                 break
-            placed.append(_moved(event, target))
+            placed.append(_moved(event, target) if target != event.time.date() else event)
             previous = target
         if len(placed) < m:
             break
@@ -179,7 +181,7 @@ def _spread(out: list[Event], phases: dict[str, Phase], before: dt.date, limit: 
             break
     if best is None:
         return False
-    out[len(out) - k:] = cluster[:k - len(best)] + best
+    out[len(out) - k:] = sorted(cluster[:k - len(best)], key=lambda e: (e.time, e.id)) + best
     return True
 
 
