@@ -119,14 +119,17 @@ def close_gaps(events: Sequence[Event], phases: dict[str, Phase], start: dt.date
     travel are left as they are, and so is an event whose text names a date or an occasion (`pins`). A moved event
     records its model-given time in `redated_from`. Returns the events in time order."""
     out: list[Event] = []
-    for event in sorted(events, key=lambda e: (e.time, e.id)):
+    ordered = sorted(events, key=lambda e: (e.time, e.id))
+    for n, event in enumerate(ordered):
         previous = out[-1].time.date() if out else start - dt.timedelta(days=1)
         day, phase = event.time.date(), phases.get(event.phase_id)
         if (phase is None or (day - previous).days - 1 <= limit
                 or _overlaps(previous + dt.timedelta(days=1), day - dt.timedelta(days=1), travel)):
             out.append(event)
             continue
-        target = _day_for(event, max(phase.start, previous + dt.timedelta(days=1)), day - dt.timedelta(days=1),
+        # the last event never moves back so far that the stretch to the timeline's end opens (none comes after it)
+        floor = end - dt.timedelta(days=limit) if n == len(ordered) - 1 else phase.start
+        target = _day_for(event, max(phase.start, floor, previous + dt.timedelta(days=1)), day - dt.timedelta(days=1),
                           previous + dt.timedelta(days=limit + 1), up=False, pins=pins)
         event = _moved(event, target) if target is not None and target < day else event
         if out and (event.time.date() - previous).days - 1 > limit:

@@ -175,7 +175,8 @@ def test_an_event_that_names_its_weekday_moves_by_whole_weeks_or_not_at_all():
         after = by_id[eid].time.date()
         assert after.weekday() == before.weekday(), f"{eid} keeps the weekday its text names"
         assert (after - before).days % 7 == 0
-    assert _days([by_id["a2"], by_id["b2"]]) == [12, 26], "each a whole week earlier: as far as closes its stretch"
+    assert _days([by_id["a2"], by_id["b2"]]) == [12, 33], \
+        "a2 whole weeks earlier, as far as closes its stretch; b2, the last event, only as far as keeps the end closed"
     # pinned events close less than free ones would (the last stretch stays open), never more
     left = max(g.days for g in open_gaps([e.time.date() for e in fixed], START, END, 8))
     assert left < max(g.days for g in open_gaps([e.time.date() for e in events], START, END, 8))
@@ -254,3 +255,16 @@ def test_events_the_model_put_on_one_day_spread_into_the_stretch_after_it():
                       pins=DayPins())
     assert {e.id: _days([e])[0] for e in kept}["a4"] == 0, "the dated one keeps its day"
     assert _days(kept) == [0, 9, 18, 27, 32, 41] and kept[0].id == "a4", "it stays first; the other four spread"
+
+
+def test_the_last_event_does_not_move_back_so_far_that_the_end_of_the_timeline_opens():
+    """A burst early in a long phase and one event on its last day (a local small run: the filler's event of 31
+    December moved back to 24 October, and the stretch to the year's end opened behind it): the last event moves
+    back at most as far as keeps the end closed, and the burst spreads into the stretch instead."""
+    phases = {"a": _phase("a", 0, 41)}
+    events = [_event("a1", "a", 0), _event("a2", "a", 1), _event("a3", "a", 1), _event("a4", "a", 1),
+              _event("z", "a", 41)]
+    end = START + dt.timedelta(days=41)
+    fixed = close_gaps(events, phases, START, end, 8)
+    assert (end - fixed[-1].time.date()).days <= 8, "the end stays closed"
+    assert open_gaps([e.time.date() for e in fixed], START, end, 8) == []
