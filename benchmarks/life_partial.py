@@ -110,8 +110,7 @@ def redate(out: Path) -> None:
         events = read_records(d / "events.jsonl", Event)
         phases = {p.id: p for p in read_records(d / "phases.jsonl", Phase)}
         holidays = holidays_between(countries.get(persona.language, ""), persona.language, persona.start, persona.end)
-        pins = DayPins([*section.get("date_words", []),
-                        *(h["name"] for h in holidays if not any(b in h["name"] for b in "(（"))])
+        pins = DayPins.of(section.get("date_words", []), holidays)
         model = [e.model_copy(update={"time": e.redated_from or e.time, "redated_from": None}) for e in events]
         replayed = close_gaps(model, phases, persona.start, persona.end, limit, (), pins)
 

@@ -47,6 +47,12 @@ class DayPins:
         parts = ([rf"\b({'|'.join(latin)})\b"] if latin else []) + ([f"({'|'.join(other)})"] if other else [])
         self._words = re.compile("|".join(parts), re.IGNORECASE) if parts else None
 
+    @classmethod
+    def of(cls, words: Iterable[str], holidays: Iterable[dict]) -> DayPins:
+        """`words` and the names of `holidays` ({date, name}, `synth.calendar.holidays_between`); the library's
+        "(observed)" / "（补假）" / "休息日（由 … 调休）" days repeat a name without the brackets, or name none."""
+        return cls([*words, *(h["name"] for h in holidays if not any(b in h["name"] for b in "(（"))])
+
     def __call__(self, event: Event) -> bool:
         text = _text(event)
         return bool(_DATE.search(text) or (self._words is not None and self._words.search(text)))

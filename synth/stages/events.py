@@ -188,11 +188,9 @@ class EventsRun:
         self.country = ctx.settings.holiday_countries.get(ctx.language, "")
         seeds = ctx.read("seeds.jsonl") if (ctx.dir / "seeds.jsonl").is_file() else []
         self.travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)  # gaps allowed there
-        # an event naming a date, an occasion or a public holiday of the timeline keeps its day when re-dated (the
-        # library's "(observed)" / "（补假）" / "休息日（由 … 调休）" days repeat a name without the brackets, or name none)
-        holidays = holidays_between(self.country, ctx.language, self.persona.start, self.persona.end)
-        self.pins = DayPins([*self.section.date_words,
-                             *(h["name"] for h in holidays if not any(b in h["name"] for b in "(（"))])
+        # an event naming a date, an occasion or a public holiday of the timeline keeps its day when re-dated
+        self.pins = DayPins.of(self.section.date_words,
+                               holidays_between(self.country, ctx.language, self.persona.start, self.persona.end))
 
     def everyday(self, phase: Phase) -> bool:
         major = self.majors.get(phase.major_event_id)
