@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from synth import conf
+from synth.config import conf
 from synth.llm import providers
 from synth.llm.base import LLMRequest, ProviderResponse
-from synth.pipeline import open_session, run_stages
+from synth.pipeline.session import open_session, run_stages
 from synth.stages import STAGES
 from synth.testing.loop_profile import LoopProfile
 

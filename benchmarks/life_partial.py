@@ -24,12 +24,12 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from synth.calendar import holidays_between
-from synth.conf import recorded_section
-from synth.jsonl import read_records
-from synth.models import Event, Persona, Phase
-from synth.timeline_gaps import DayPins, all_gaps, close_gaps, open_gaps
-from synth.validate import recorded_config
+from synth.config.conf import recorded_section
+from synth.core.calendar import holidays_between
+from synth.core.jsonl import read_records
+from synth.life.gaps import DayPins, all_gaps, close_gaps, open_gaps
+from synth.quality.validate import recorded_config
+from synth.records import Event, Persona, Phase
 
 
 def _rows(path: Path) -> list[dict]:

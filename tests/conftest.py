@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from synth.jsonl import write_atomic
-from synth.models import (
+from synth.core.jsonl import write_atomic
+from synth.records import (
     CANNOT_DETERMINE,
     MCQ,
     QA,

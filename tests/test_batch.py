@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
-from synth.conf import Route
-from synth.llm.base import LLMRequest, Settings, TransportError
+from synth.config.conf import Route
+from synth.llm.base import GenerationSettings, LLMRequest, TransportError
 from synth.llm.batch import BatchDispatcher, _openai_line
 from synth.llm.cache import ResponseCache, cache_key
 from synth.llm.providers import REGISTRY
@@ -30,7 +30,7 @@ def requests(n: int) -> list[LLMRequest]:
     system = {"role": "system", "content": "You are writing about one persona. " * 20}
     return [
         LLMRequest(task="events", messages=[system, {"role": "user", "content": f"Write event number {i}."}],
-                   json_schema=Answer.model_json_schema(), settings=Settings(temperature=0.5, max_tokens=256),
+                   json_schema=Answer.model_json_schema(), settings=GenerationSettings(temperature=0.5, max_tokens=256),
                    schema_name="events")
         for i in range(n)
     ]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import PERSONAS, REPO, run_synth
 
-from synth.browse import site_data
-from synth.dataset_view import load_persona
-from synth.jsonl import read_dicts as read_jsonl
+from synth.core.jsonl import read_dicts as read_jsonl
+from synth.release.browse import site_data
+from synth.release.view import load_persona
 
 BROWSER_DIR = REPO / "tests" / "browser"
 

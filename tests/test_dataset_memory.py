@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import PERSONAS, REPO, read_jsonl, run_synth, synth_env
 
-from synth import conf
-from synth.pipeline import select_personas
+from synth.config import conf
+from synth.pipeline.session import select_personas
 
 
 def _copy(tiny_dataset: Path, tmp_path: Path) -> Path:

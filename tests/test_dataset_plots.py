@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import run_synth
 
-from synth.dataset_plots import arc_steps, label, option_length_ratios, weekly_counts
-from synth.dataset_view import PersonaView
+from synth.release.charts import arc_steps, label, option_length_ratios, weekly_counts
+from synth.release.view import PersonaView
 
 
 def test_weekly_counts_per_medium_include_empty_weeks():
@@ -50,7 +50,7 @@ def test_option_length_ratio_is_key_over_mean_of_the_other_options():
 
 
 def test_labels_fall_back_when_no_font_can_draw_them(monkeypatch):
-    import synth.dataset_plots as plots
+    import synth.release.charts as plots
 
     monkeypatch.setattr(plots, "_cjk_font", lambda: None)
     assert label("Career doubt", "arc 1") == "Career doubt"

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from synth import conf, pipeline
-from synth.dryrun import DEFAULT_OUTPUT_TOKENS, dry_run, price_requests
-from synth.llm.base import LLMRequest, Settings, SynthError
+from synth.config import conf
+from synth.core.errors import SynthError
+from synth.llm.base import GenerationSettings, LLMRequest
+from synth.pipeline import session as pipeline
+from synth.pipeline.dryrun import DEFAULT_OUTPUT_TOKENS, dry_run, price_requests
 from synth.stages import STAGES
 
 PERSONAS = Path(__file__).resolve().parents[1] / "personas"
@@ -75,7 +77,7 @@ def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
 
 def request(task: str, system: str, user: str, max_tokens: int = 4096) -> LLMRequest:
     return LLMRequest(task=task, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                      json_schema={}, settings=Settings(max_tokens=max_tokens))
+                      json_schema={}, settings=GenerationSettings(max_tokens=max_tokens))
 
 
 def test_pricing_caches_a_repeated_prefix_per_task_and_uses_the_output_table():
@@ -99,8 +101,8 @@ def test_the_dry_run_sizes_its_own_fake_and_leaves_the_environment_alone(monkeyp
     """No hidden global state: the dry run sets the trace size on its own fake provider, not in os.environ."""
     import os
 
-    from synth.dryrun import _run_fake
     from synth.llm.fake import FakeProvider
+    from synth.pipeline.dryrun import _run_fake
 
     monkeypatch.delenv("SYNTH_FAKE_CONTENT_WORDS", raising=False)
     made: list[FakeProvider] = []

@@ -278,7 +278,7 @@ def test_resume_skips_finished_questions(tmp_path):
 
 
 def test_resume_refuses_results_of_another_system(tmp_path):
-    from synth.llm.base import InputError
+    from synth.core.errors import InputError
 
     write_release(tmp_path / "data")
     _eval(tmp_path / "data", tmp_path / "run", limit=1)

@@ -14,14 +14,14 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from synth.cli import app
+from synth.core.errors import InputError
 from synth.eval.data import EvalSet, load_eval_set, parse_time
 from synth.eval.metrics import METRICS, recall_scores
 from synth.eval.protocol import retrieve_all
 from synth.eval.report import print_summary, summarize_rows
 from synth.eval.run import eval_settings, run_eval
 from synth.eval.scoring import Scorer
-from synth.llm.base import InputError
-from synth.models import DIMENSIONS, QUESTION_TYPES
+from synth.records import DIMENSIONS, QUESTION_TYPES
 from tests.test_eval import CONTEXT, QUESTIONS, _q, _trace, write_release
 
 NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}

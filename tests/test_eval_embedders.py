@@ -16,8 +16,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from synth.cli import app
+from synth.core.errors import InputError
 from synth.eval.embed import CachedEmbedder, VectorCache, make_embedder
-from synth.llm.base import InputError
 from tests.test_eval import write_release
 
 NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}

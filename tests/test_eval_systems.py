@@ -17,12 +17,12 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from synth.cli import app
+from synth.config.prompts import render_text
+from synth.core.errors import InputError
 from synth.eval.embed import CachedEmbedder, VectorCache
 from synth.eval.index import BM25Index, DenseIndex, HybridIndex
 from synth.eval.memory import ExtractedMemorySystem, memories_model
 from synth.eval.run import parse_systems, run_eval
-from synth.llm.base import InputError
-from synth.prompts import render_text
 from tests.test_eval import write_release
 
 NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}
@@ -353,8 +353,8 @@ def test_judges_run_at_temperature_0_and_the_unanswerable_flag_reaches_them(tmp_
 def test_a_judge_temperature_above_0_is_refused_in_config():
     from pydantic import ValidationError
 
+    from synth.config.settings import EvalSettings
     from synth.eval.run import eval_settings
-    from synth.settings import EvalSettings
 
     values = {k: v for k, v in eval_settings().items() if k in EvalSettings.model_fields}
     EvalSettings(**values)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from synth.jsonl import read_records, write_atomic
-from synth.models import Event, Evidence, Person, Phase, Snapshot, mint_id
+from synth.core.jsonl import read_records, write_atomic
+from synth.quality.validate import PersonaCheck
+from synth.records import Event, Evidence, Person, Phase, Snapshot, mint_id
 from synth.stages.events import merge_newcomers
-from synth.validate import PersonaCheck
 from tests.test_stages_generation import _write_phase_inputs
 from tests.test_stages_generation import run as run_stages_for
 

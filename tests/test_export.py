@@ -11,13 +11,13 @@ import pytest
 from rich.console import Console
 from test_qa_stages import PID, World
 
-from synth.export import export_dataset, load_clonemem, size_bucket
-from synth.jsonl import read_records, write_atomic
-from synth.llm.base import InputError
-from synth.models import MCQ, QUESTION_TYPES, FinalItem, Rejected, Trace
-from synth.review import import_review, write_review
+from synth.core.errors import InputError
+from synth.core.jsonl import read_records, write_atomic
+from synth.records import MCQ, QUESTION_TYPES, FinalItem, Rejected, Trace
+from synth.release.clonemem import export_dataset, load_clonemem, size_bucket
+from synth.release.review import import_review, write_review
+from synth.release.stats import collect, print_stats
 from synth.stages import distractors, filter, qa
-from synth.stats import collect, print_stats
 
 QUESTION_KEYS = {"id", "question", "question_type", "question_time", "answer", "dimension", "digital_trace_ids",
                  "evidence", "choices", "correct_choice_id"}
@@ -150,8 +150,8 @@ def test_review_sheet_and_import_move_a_rejected_item(tmp_path, dataset):
 def test_refiltering_keeps_human_rejections(tmp_path):
     from test_filters import Judges, make_item
 
-    from synth.jsonl import write_atomic
-    from synth.models import Evidence
+    from synth.core.jsonl import write_atomic
+    from synth.records import Evidence
 
     probe = World(tmp_path / "probe")
     traces, evidence = list(probe.traces().values()), probe.read("evidence.jsonl", Evidence)
@@ -212,8 +212,8 @@ def test_stats_agree_with_the_outside_mcq_bias_tool(tmp_path):
 
     from test_filters import make_item
 
-    from synth.jsonl import write_atomic
-    from synth.models import Evidence
+    from synth.core.jsonl import write_atomic
+    from synth.records import Evidence
 
     tool = Path(__file__).resolve().parents[2] / "shared" / "tools" / "mcq_bias.py"
     if not tool.is_file():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import run_synth
 
-from synth.jsonl import read_dicts as read_jsonl
+from synth.core.jsonl import read_dicts as read_jsonl
 
 datasets = pytest.importorskip("datasets", reason="the HF export test needs `datasets` (pip install -e '.[dev]')")
 pytest.importorskip("pyarrow", reason="the HF export needs pyarrow (pip install -e '.[hf]')")

@@ -9,7 +9,7 @@ import pytest
 from test_qa_stages import PID, World
 
 from synth.llm.base import LLMRequest, ProviderResponse, Usage
-from synth.models import (
+from synth.records import (
     CANNOT_DETERMINE,
     MCQ,
     Choice,
@@ -277,7 +277,7 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     ]
     judges = Judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
     world = World(tmp_path / "out", provider=judges)
-    from synth.jsonl import write_atomic
+    from synth.core.jsonl import write_atomic
 
     write_atomic(world.dir / "mcq.jsonl", items)
     world.run(filter_stage)
@@ -367,7 +367,7 @@ def test_an_inference_item_needs_two_statements_none_stating_its_answer(tmp_path
              inference_item(traces, ev[4:5], 2, "What does that week tell you about yourself, Lin?")]
     judges = Judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
     world = World(tmp_path / "out", provider=judges)
-    from synth.jsonl import write_atomic
+    from synth.core.jsonl import write_atomic
 
     write_atomic(world.dir / "mcq.jsonl", items)
     world.run(filter_stage)

@@ -1,4 +1,4 @@
-"""The longest gap without a trace, enforced on dates (synth.timeline_gaps): events re-dated inside their phases,
+"""The longest gap without a trace, enforced on dates (synth.life.gaps): events re-dated inside their phases,
 travel exempt, the events stage applying it to a scripted timeline, `synth validate` reporting what is left."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from synth.jsonl import read_records, write_atomic
-from synth.models import Event, EventSeed, MajorEvent, Phase, Snapshot, Trace, mint_id
-from synth.timeline_gaps import close_gaps, open_gaps, travel_spans
-from synth.validate import PersonaCheck
+from synth.core.jsonl import read_records, write_atomic
+from synth.life.gaps import close_gaps, open_gaps, travel_spans
+from synth.quality.validate import PersonaCheck
+from synth.records import Event, EventSeed, MajorEvent, Phase, Snapshot, Trace, mint_id
 from tests.test_stages_generation import _write_phase_inputs
 from tests.test_stages_generation import run as run_stages_for
 
@@ -189,7 +189,7 @@ def test_an_event_that_names_its_weekday_moves_by_whole_weeks_or_not_at_all():
 
 
 def test_weekday_names_are_recognised_in_english_and_chinese_but_not_in_ordinary_words():
-    from synth.timeline_gaps import names_weekday
+    from synth.life.gaps import names_weekday
     assert names_weekday(_named("x", "a", 0, "Dinner on Fridays"))
     assert names_weekday(_named("x", "a", 0, "礼拜天在家"))
     assert names_weekday(_named("x", "a", 0, "weekend errands"))
@@ -199,7 +199,7 @@ def test_weekday_names_are_recognised_in_english_and_chinese_but_not_in_ordinary
 def test_an_event_that_names_a_date_or_an_occasion_keeps_its_day():
     """The same timeline as the first test: its events move to close the stretches, except one whose text names a
     calendar date, a configured occasion or a public holiday (`DayPins`), which stays where the model put it."""
-    from synth.timeline_gaps import DayPins
+    from synth.life.gaps import DayPins
     phases = {"a": _phase("a", 0, 20), "b": _phase("b", 21, 41)}
     free = [_event("a1", "a", 18), _event("a2", "a", 19), _event("b1", "b", 38), _event("b2", "b", 40)]
     moved = {e.id: _days([e])[0] for e in close_gaps(free, phases, START, END, 8)}
@@ -249,7 +249,7 @@ def test_events_the_model_put_on_one_day_spread_into_the_stretch_after_it():
     assert _days(fixed) == [0, 9, 18, 27, 32, 41]
     assert [e.id for e in fixed] == ["a0", "a1", "a2", "a3", "a4", "b1"], "the time order is kept"
     assert open_gaps([e.time.date() for e in fixed], START, START + dt.timedelta(days=41), 8) == []
-    from synth.timeline_gaps import DayPins
+    from synth.life.gaps import DayPins
     pinned = [_named("a4", "a", 0, "Dinner on 1 January"), *cluster[:4]]
     kept = close_gaps([*pinned, _event("b1", "b", 41)], phases, START, START + dt.timedelta(days=41), 8,
                       pins=DayPins())

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import PERSONAS, run_synth
 
-from synth.models import CANNOT_DETERMINE, Persona, Relation, Translation
+from synth.quality.translation import structure_problem
+from synth.records import CANNOT_DETERMINE, Persona, Relation, Translation
 from synth.stages import translate
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -90,7 +91,7 @@ def test_translations_must_be_in_the_target_language_and_keep_every_name():
 
 
 def test_a_translation_that_breaks_the_structure_is_named():
-    from synth.models import Choice, EvidenceRef, FinalItem
+    from synth.records import Choice, EvidenceRef, FinalItem
 
     item = FinalItem(id="q", persona_id="p", question_type="causal", dimension="emotion", arc_id="a",
                      question_time="2023-03-01T20:00", question="为什么？", answer="因为。",
@@ -102,10 +103,10 @@ def test_a_translation_that_breaks_the_structure_is_named():
     assert [c.text for c in choices] == ["a", "b", "c", "d", CANNOT_DETERMINE["en"]]
     good = Translation(id="x", persona_id="p", language="en", kind="item", source_id="q", question="Why?",
                        answer="Because.", choices=choices, evidence=[{"evidence_id": "e1", "statement": "s"}])
-    assert translate.structure_problem(item, good) == ""
-    assert translate.structure_problem(item, good.model_copy(update={"choices": choices[:4]})) == (
+    assert structure_problem(item, good) == ""
+    assert structure_problem(item, good.model_copy(update={"choices": choices[:4]})) == (
         "the option letters differ from the source item's")
-    assert translate.structure_problem(item, good.model_copy(update={"evidence": []})) == (
+    assert structure_problem(item, good.model_copy(update={"evidence": []})) == (
         "the evidence ids differ from the source item's")
 
 

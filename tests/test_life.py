@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from synth import life_stats
-from synth.calendar import holidays_between, weekday
-from synth.jsonl import read_records
-from synth.models import FILES, MajorEvent, Person
-from synth.pipeline import open_session, run_stages
-from synth.prompts import render
+from synth.config.prompts import render
+from synth.core.calendar import holidays_between, weekday
+from synth.core.jsonl import read_records
+from synth.pipeline.session import open_session, run_stages
+from synth.quality.validate import PersonaCheck
+from synth.records import FILES, MajorEvent, Person
+from synth.release import life_stats
+from synth.release.stats import collect
 from synth.stages import arcs as arcs_stage
 from synth.stages import phases as phases_stage
-from synth.stats import collect
-from synth.validate import PersonaCheck
 
 ROOT = Path(__file__).resolve().parents[1]
 _PERSONA = {"name": "N", "age": 30, "gender": "f", "occupation": "o", "personality": "p", "family_history": "f",
@@ -179,7 +179,7 @@ def test_a_fake_run_lives_every_new_path(tmp_path):
 
 
 def test_voice_waves_and_reference_read_only_earlier_traces():
-    from synth.models import Event, Trace
+    from synth.records import Event, Trace
     from synth.stages import traces as traces_stage
 
     start = dt.date(2022, 1, 1)
@@ -199,7 +199,7 @@ def test_voice_waves_and_reference_read_only_earlier_traces():
 def test_an_empty_trace_is_asked_again_never_kept():
     """The local model once wrote `"content": ""`: the schema's minLength binds a grammar-constrained model, and the
     writer's check refuses whitespace so the client repairs it."""
-    from synth.stage import schema_of
+    from synth.engine.stage import schema_of
     from synth.stages.traces import TraceText, has_content
 
     assert schema_of(TraceText)["properties"]["content"]["minLength"] >= 1

@@ -9,9 +9,9 @@ import json
 
 from test_spoken_sources import PID, SHORT, event, load, run, setup
 
-from synth import stats
-from synth.lifelog_plan import agenda_problems, event_problems, periods, range_problems, tree_problems
-from synth.validate import validate_dataset
+from synth.life.lifelog_calendar import agenda_problems, event_problems, periods, range_problems, tree_problems
+from synth.quality.validate import validate_dataset
+from synth.release import stats
 
 D = dt.date
 

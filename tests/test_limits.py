@@ -9,8 +9,8 @@ import types
 
 import pytest
 
+from synth.core.errors import BudgetExceeded
 from synth.llm import limits
-from synth.llm.base import BudgetExceeded
 from synth.llm.limits import Budget, RateLimiter
 
 

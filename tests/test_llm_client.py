@@ -8,8 +8,9 @@ import json
 import pytest
 from pydantic import BaseModel, Field
 
-from synth.conf import resolve_route
-from synth.llm.base import BudgetExceeded, GenerationFailed, LLMRequest, Settings, TransportError
+from synth.config.conf import resolve_route
+from synth.core.errors import BudgetExceeded
+from synth.llm.base import GenerationFailed, GenerationSettings, LLMRequest, TransportError
 from synth.llm.cache import ResponseCache, cache_key
 from synth.llm.client import LLM, CallStats, _wait, extract_json
 from synth.llm.fake import FakeProvider
@@ -25,7 +26,7 @@ class Answer(BaseModel):
 
 def request(text: str = "hello", sample: int = 0, **settings) -> LLMRequest:
     return LLMRequest(task="t", messages=[{"role": "system", "content": "sys"}, {"role": "user", "content": text}],
-                      json_schema=Answer.model_json_schema(), settings=Settings(**settings), sample=sample)
+                      json_schema=Answer.model_json_schema(), settings=GenerationSettings(**settings), sample=sample)
 
 
 def test_cache_key_covers_everything_that_shapes_an_answer():
@@ -188,7 +189,7 @@ def test_an_in_process_model_has_no_transport_timeout(in_process):
 
 
 def test_the_local_provider_is_in_process():
-    from synth.llm.local import LocalProvider
+    from synth.llm.local.provider import LocalProvider
     assert LocalProvider.in_process is True
 
 

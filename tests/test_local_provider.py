@@ -16,9 +16,10 @@ from pydantic import BaseModel, Field
 NO_LLAMA = "llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')"
 pytest.importorskip("llama_cpp", reason=NO_LLAMA)
 
+from synth.core.errors import InputError
 from synth.llm import local  # noqa: E402
-from synth.llm.base import InputError, LLMRequest, Settings  # noqa: E402
-from synth.llm.local import LocalProvider, int_range_rule, schema_to_gbnf  # noqa: E402
+from synth.llm.base import GenerationSettings, LLMRequest  # noqa: E402
+from synth.llm.local.provider import LocalProvider, int_range_rule, schema_to_gbnf  # noqa: E402
 
 pytestmark = pytest.mark.local
 
@@ -55,7 +56,7 @@ def request(day: int, sample: int = 0) -> LLMRequest:
             {"role": "user", "content": f"Write Maria's diary entry for 2024-03-{day:02d}, after a long shift."},
         ],
         json_schema=SCHEMA,
-        settings=Settings(temperature=0.7, max_tokens=256),
+        settings=GenerationSettings(temperature=0.7, max_tokens=256),
         sample=sample,
     )
 
@@ -81,7 +82,7 @@ def test_answer_is_schema_valid_with_usage(provider: LocalProvider) -> None:
 
 def test_truncated_answer_is_retried_once_then_returned(provider: LocalProvider) -> None:
     req = request(14)
-    req.settings = Settings(temperature=0.7, max_tokens=24)  # too few tokens for any complete DiaryEntry
+    req.settings = GenerationSettings(temperature=0.7, max_tokens=24)  # too few tokens for any complete DiaryEntry
     response = asyncio.run(provider.complete(req, "gemma3-270m"))
     assert response.text.startswith("{") and not response.text.rstrip().endswith("}")
     assert response.usage.output_tokens == 2 * 24  # the first try and the retry with tighter string caps
@@ -199,7 +200,7 @@ def test_odd_schema_answer_validates(provider: LocalProvider) -> None:
         task="test_odd",
         messages=[{"role": "user", "content": "Fill in the record."}],
         json_schema=Odd.model_json_schema(),
-        settings=Settings(temperature=0.7, max_tokens=256),
+        settings=GenerationSettings(temperature=0.7, max_tokens=256),
     )
     response = asyncio.run(provider.complete(req, "gemma3-270m"))
     odd = Odd.model_validate_json(response.text)

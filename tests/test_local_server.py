@@ -24,8 +24,8 @@ pytest.importorskip("openai", reason="the openai package is not installed")
 from test_local_provider import SCHEMA, DiaryEntry  # noqa: E402
 from test_local_provider import request as diary_request  # noqa: E402
 
-from synth.llm.base import LLMRequest, Settings, TransportError  # noqa: E402
-from synth.llm.local import resolve_model_path, schema_to_gbnf  # noqa: E402
+from synth.llm.base import GenerationSettings, LLMRequest, TransportError  # noqa: E402
+from synth.llm.local.provider import resolve_model_path, schema_to_gbnf  # noqa: E402
 from synth.llm.providers import OpenAIProvider  # noqa: E402
 
 pytestmark = pytest.mark.local
@@ -72,7 +72,7 @@ def server(tmp_path_factory, request: pytest.FixtureRequest) -> Server:
     port = _free_port()
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
     cmd = [
-        sys.executable, "-m", "synth.llm.llama_server",  # llama_cpp.server, loaded without AMX repacking
+        sys.executable, "-m", "synth.llm.local.llama_server",  # llama_cpp.server, loaded without AMX repacking
         "--model", str(model),
         "--host", "127.0.0.1",
         "--port", str(port),
@@ -155,7 +155,7 @@ def test_openai_adapter_against_llama_cpp_server(server: Server, record_property
         task="test_diary",
         messages=diary_request(14).messages,
         json_schema=SCHEMA,
-        settings=Settings(temperature=0.7, max_tokens=256),
+        settings=GenerationSettings(temperature=0.7, max_tokens=256),
     )
     try:
         response = asyncio.run(provider.complete(req, server.model_id))
@@ -196,7 +196,7 @@ def test_tiny_pipeline_end_to_end_through_the_server(server: Server, tmp_path) -
 
 
 def test_server_loads_the_model_without_extra_buffer_types(server: Server) -> None:
-    """Started through synth.llm.llama_server: llama.cpp's load log puts no weights in a *_REPACK or AMX buffer
+    """Started through synth.llm.local.llama_server: llama.cpp's load log puts no weights in a *_REPACK or AMX buffer
     (the AMX one segfaults on Q4_K_M), whatever this CPU is."""
     log = server.log.read_text(errors="replace")
     buffers = [line for line in log.splitlines() if "model buffer size" in line]

@@ -16,9 +16,9 @@ from conftest import PERSONAS, REPO, run_synth, synth_env
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')")
 
+from synth.core.errors import InputError  # noqa: E402
 from synth.llm import native  # noqa: E402
-from synth.llm.base import InputError  # noqa: E402
-from synth.llm.local import LocalProvider, resolve_model_path  # noqa: E402
+from synth.llm.local.provider import LocalProvider, resolve_model_path  # noqa: E402
 
 pytestmark = pytest.mark.local
 
@@ -39,7 +39,7 @@ def test_the_local_provider_loads_without_extra_buffer_types(model_path, tmp_pat
 def test_llama_cpp_log_shows_no_weights_in_an_extra_buffer(model_path) -> None:
     """A fresh process loading the model as synth does: llama.cpp logs every buffer it puts weights in."""
     code = (
-        "import sys, llama_cpp; from synth.llm.native import install_safe_defaults; install_safe_defaults(); "
+        "import sys, llama_cpp; from synth.llm.local.native import install_safe_defaults; install_safe_defaults(); "
         f"llama_cpp.Llama(model_path={str(model_path)!r}, n_ctx=256, verbose=True)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -87,7 +87,7 @@ def test_synth_run_with_a_crashing_model_exits_2_with_one_line_and_writes_nothin
 
 def test_the_server_launcher_refuses_a_crashing_model_with_one_line(model_path, tmp_path) -> None:
     env = {**os.environ, "SYNTH_PROBE_DIR": str(tmp_path / "probes"), "SYNTH_PROBE_SIMULATE_SIGNAL": "SIGABRT"}
-    result = subprocess.run([sys.executable, "-m", "synth.llm.llama_server", "--model", str(model_path),
+    result = subprocess.run([sys.executable, "-m", "synth.llm.local.llama_server", "--model", str(model_path),
                              "--port", "1"], capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from synth.llm.base import InputError
-from synth.personas import PersonaSeed, end_from_years, load_personas, seed_hash
+from synth.config.personas import PersonaSeed, end_from_years, load_personas, seed_hash
+from synth.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSONAS = ROOT / "personas"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import PERSONAS, REPO, run_synth, synth_env
 
-from synth.models import EXTRA_TYPES, QUESTION_TYPES, RELATION_TYPES
+from synth.records import EXTRA_TYPES, QUESTION_TYPES, RELATION_TYPES
 
 
 def records(path: Path) -> list[dict]:

@@ -1,4 +1,4 @@
-"""Public media never reveal what the person hides (synth.privacy): the model-free check in English and Chinese, the
+"""Public media never reveal what the person hides (synth.quality.privacy): the model-free check in English and Chinese, the
 traces stage's repairs (re-plan, code re-route, rewrite) with scripted answers, `synth validate` and `synth stats`."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import datetime as dt
 import json
 from types import SimpleNamespace
 
-from synth.jsonl import read_records, write_atomic
-from synth.models import Event, Evidence, Trace
-from synth.privacy import CommonTerms, LeakRule, PrivacyIndex, trace_leaks, word_leak
+from synth.core.jsonl import read_records, write_atomic
+from synth.quality.privacy import CommonTerms, LeakRule, PrivacyIndex, trace_leaks, word_leak
+from synth.quality.validate import PersonaCheck, privacy_warnings
+from synth.records import Event, Evidence, Trace
+from synth.release.stats import collect
 from synth.stages.traces import plan_privacy_problems, route_private
-from synth.stats import collect
-from synth.validate import PersonaCheck, privacy_warnings
 from tests.test_stages_scripted import PID, _write_trace_inputs, run
 
 RULE = LeakRule.of({})  # the shipped defaults: social posts, photo captions, Moments and Weibo are public

@@ -9,12 +9,13 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from synth import rules, stats
-from synth.jsonl import read_records
-from synth.models import FILES, ChatDay, Group, GroupMember, SpokenCheck, Utterance
-from synth.pipeline import open_session, run_stages
-from synth.stages.qa_profile import marked_dimensions, profile_anchors, wrong_level
-from synth.validate import validate_dataset
+from synth.core.jsonl import read_records
+from synth.pipeline.session import open_session, run_stages
+from synth.quality import rules
+from synth.quality.validate import validate_dataset
+from synth.records import FILES, ChatDay, Group, GroupMember, SpokenCheck, Utterance
+from synth.release import stats
+from synth.stages.qa.profile import marked_dimensions, profile_anchors, wrong_level
 
 ROOT = Path(__file__).resolve().parents[1]
 PID = "p01_maya"
@@ -85,7 +86,7 @@ def test_anchors_are_members_who_spoke_on_enough_days_with_their_newest_evidence
                                                                               for n, _, e in lines]])
 
     chats = [day(1, [("Sam", "", ["v1"]), ("Maya", "", [])]), day(2, [("Sam", "", ["v2"])]), day(3, [("Maya", "", [])])]
-    from synth.stages.qa_profile import chat_trace_id
+    from synth.stages.qa.profile import chat_trace_id
 
     traces = {chat_trace_id(c) for c in chats}
     anchors = profile_anchors([group], chats, traces, 5, 2, 10)

@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from synth import conf
-from synth.jsonl import read_records, write_atomic
+from synth.config import conf
+from synth.config.personas import PersonaSeed
+from synth.core.jsonl import read_records, write_atomic
+from synth.engine.runner import RunOptions, run_stage
+from synth.life.windows import Segment, arc_states, candidates, observable_evidence, trajectory_segments
 from synth.llm.cache import ResponseCache
 from synth.llm.client import LLM
 from synth.llm.fake import FakeProvider
-from synth.models import (
+from synth.records import (
     CANNOT_DETERMINE,
     MCQ,
     QA,
@@ -36,13 +39,10 @@ from synth.models import (
     Trace,
     mint_id,
 )
-from synth.personas import PersonaSeed
-from synth.runner import RunOptions, run_stage
 from synth.stages import STAGES
 from synth.stages import distractors as distractors_stage
 from synth.stages import qa as qa_stage
 from synth.stages.distractors import arrange, balanced_positions
-from synth.windows import Segment, arc_states, candidates, observable_evidence, trajectory_segments
 
 START = dt.date(2022, 1, 1)
 END = dt.date(2022, 6, 30)

@@ -19,8 +19,8 @@ import pytest
 from typer.testing import CliRunner
 
 from synth.cli import app
-from synth.jsonl import Journal
-from synth.models import FILES
+from synth.core.jsonl import Journal
+from synth.records import FILES
 from synth.testing.fake_server import FAULT_KINDS, FakeServer
 from tests.conftest import PERSONAS, REPO, read_jsonl, run_synth, synth_cmd, synth_env
 from tests.test_personas import GOOD
@@ -131,7 +131,7 @@ def no_vendor_rate_limits(monkeypatch):
     """The fake server is not the vendor's API: drop the model rows' rpm/tpm, else each injected 429 empties the
     claude model's token bucket and halves its rate, and a `tiny` run crawls for minutes (this test is about data,
     not the limiter, which tests/test_limits.py covers)."""
-    from synth import conf
+    from synth.config import conf
 
     original = conf.model_table
 
@@ -471,7 +471,7 @@ def test_hand_edited_jsonl_with_a_dangling_id(tiny_dataset, tmp_path):
 
 
 def _prompts_copy(tmp_path: Path, edit) -> Path:
-    from synth.prompts import prompts_dir
+    from synth.config.prompts import prompts_dir
     from synth.stages import STAGES
 
     copy = tmp_path / "prompts"

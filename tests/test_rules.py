@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from synth import rules
-from synth.models import CANNOT_DETERMINE
+from synth.quality import rules
+from synth.records import CANNOT_DETERMINE
 
 E_EN = CANNOT_DETERMINE["en"]
 GOOD = [("A", "At the lake house"), ("B", "In her old flat"), ("C", "At her sister's place"),
@@ -95,9 +95,9 @@ def test_filter_and_validate_report_the_same_shape_problem(handmade_dataset) -> 
 
     from conftest import PERSONA_ID, read_jsonl, write_jsonl
 
-    from synth.models import MCQ
+    from synth.quality.validate import validate_dataset
+    from synth.records import MCQ
     from synth.stages.filter import format_problem
-    from synth.validate import validate_dataset
 
     path = handmade_dataset / PERSONA_ID / "mcq.jsonl"
     records = read_jsonl(path)

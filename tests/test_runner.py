@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from synth import conf
-from synth.jsonl import Journal
-from synth.llm.base import InputError
+from synth.config import conf
+from synth.config.personas import load_personas
+from synth.core.errors import InputError
+from synth.core.jsonl import Journal
+from synth.engine.runner import RunOptions, StageFailed, run_stage, stage_status
+from synth.engine.stage import Stage, StageRegistry
 from synth.llm.cache import ResponseCache
 from synth.llm.client import LLM
 from synth.llm.fake import FakeProvider
-from synth.models import Persona, mint_id
-from synth.personas import load_personas
-from synth.pipeline import DatasetLock
-from synth.runner import RunOptions, StageFailed, run_stage, stage_status
-from synth.stage import Stage, StageRegistry
+from synth.pipeline.session import DatasetLock
+from synth.records import Persona, mint_id
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -117,8 +117,8 @@ def test_resume_skips_journaled_units(world):
     # Simulate a killed run: a journal holding two finished units and a half-written line.
     (world["dir"] / "lines.jsonl").unlink()
     (world["dir"] / "manifests" / "echo.json").unlink()
+    from synth.engine.runner import routes_for, signature_parts
     from synth.llm.cache import content_hash
-    from synth.runner import routes_for, signature_parts
 
     parts = signature_parts(STAGE, world["seed"], world["dir"], world["config"],
                             routes_for(STAGE, world["config"], world["route"]))

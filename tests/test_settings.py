@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import PERSONAS, run_synth
 
-from synth import conf, settings
-from synth.llm.base import InputError
+from synth.config import conf, settings
+from synth.core.errors import InputError
 
 
 def _write(tmp_path: Path, text: str) -> Path:

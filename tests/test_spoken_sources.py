@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from synth import stats
-from synth.conf import preset_config
-from synth.jsonl import read_records, write_atomic
-from synth.models import (
+from synth.config.conf import preset_config
+from synth.config.settings import parse
+from synth.core.jsonl import read_records, write_atomic
+from synth.life.spoken import format_lines, line_problems, most_similar_earlier, spoken_traces
+from synth.pipeline.session import open_session, run_stages
+from synth.quality.validate import validate_dataset
+from synth.records import (
     FILES,
     STYLE_DIMENSIONS,
     BigFive,
@@ -30,12 +33,9 @@ from synth.models import (
     Utterance,
     mint_id,
 )
-from synth.pipeline import open_session, run_stages
-from synth.settings import parse
-from synth.spoken import format_lines, line_problems, most_similar_earlier, spoken_traces
+from synth.release import stats
 from synth.stages.chats import active_days, build_groups, persona_style, rolling_state
 from synth.stages.lifelog import repetitions
-from synth.validate import validate_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSONAS = ROOT / "personas"
@@ -407,7 +407,7 @@ def test_small_fake_run_with_every_source_passes_validate_and_the_outside_bias_c
 
 
 def test_traces_refuse_to_run_without_the_chats_the_sources_name(tmp_path):
-    from synth.llm.base import InputError
+    from synth.core.errors import InputError
 
     out = tmp_path / "m"
     fake_run(out, "tiny", ALL)
@@ -424,8 +424,8 @@ def test_traces_refuse_to_run_without_the_chats_the_sources_name(tmp_path):
 
 def test_lifedial_and_evermem_exports_load_back_into_synth_eval(tmp_path):
     from synth.eval.data import load_eval_set
-    from synth.export_spoken import export_spoken
-    from synth.models import FinalItem
+    from synth.records import FinalItem
+    from synth.release.seed_layouts import export_spoken
 
     out = tmp_path / "x"
     fake_run(out, "tiny", ALL)
@@ -485,7 +485,7 @@ def test_lifedial_and_evermem_exports_load_back_into_synth_eval(tmp_path):
 # ------------------------------------------------------------------------------------------ QA additions
 
 def test_timestamps_are_rewritten_out_of_questions():
-    from synth.rules import strip_timestamps
+    from synth.quality.rules import strip_timestamps
 
     assert strip_timestamps("What did Sam say at [2022-01-05, 10:00:03] about the sink?") == (
         "What did Sam say about the sink?", 1)
@@ -497,7 +497,7 @@ def test_timestamps_are_rewritten_out_of_questions():
 
 
 def test_qa_stage_applies_the_rewrite_and_counts_it(tmp_path):
-    from synth.models import QA
+    from synth.records import QA
     from synth.stages.qa import without_timestamps
 
     item = QA(id="q", persona_id=PID, question_type="factual", dimension="emotion", arc_id="a",
@@ -510,8 +510,8 @@ def test_qa_stage_applies_the_rewrite_and_counts_it(tmp_path):
 
 
 def test_duration_pairs_are_same_day_moments_of_one_arc_with_the_counted_days():
-    from synth.stages.qa_duration import CONVENTION, asked_at, build_item, dated_on_the_day, duration_pairs
-    from synth.windows import SegmentEvidence
+    from synth.life.windows import SegmentEvidence
+    from synth.stages.qa.duration import CONVENTION, asked_at, build_item, dated_on_the_day, duration_pairs
 
     def item(k: int, day: int, hour: int = 10) -> SegmentEvidence:
         when = dt.datetime(2022, 1, day, hour)
@@ -542,7 +542,7 @@ class LifeArcStub:
 
 
 def test_small_run_asks_temporal_duration_questions_with_the_convention(tmp_path):
-    from synth.models import QA
+    from synth.records import QA
 
     out = tmp_path / "d"
     fake_run(out, "small", None)
@@ -576,7 +576,7 @@ def test_distractor_prompts_show_nothing_dated_after_the_question_time(tmp_path)
 
 
 def test_the_uniqueness_judge_reads_other_traces_only():
-    from synth.models import MCQ, Choice, EvidenceRef
+    from synth.records import MCQ, Choice, EvidenceRef
     from synth.stages.filter import Checked, other_traces, unique_problem
 
     item = MCQ(id="q", persona_id=PID, question_type="factual", dimension="emotion", arc_id="a",

@@ -8,7 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from synth.models import (
+from synth.config.personas import PersonaSeed
+from synth.config.prompts import render
+from synth.config.settings import ArcsSettings, EventsSettings
+from synth.life.seedpool import SeedConcept
+from synth.records import (
     AnchorState,
     ArcState,
     BigFive,
@@ -21,10 +25,6 @@ from synth.models import (
     Snapshot,
     mint_id,
 )
-from synth.personas import PersonaSeed
-from synth.prompts import render
-from synth.seedpool import SeedConcept
-from synth.settings import ArcsSettings, EventsSettings
 from synth.stages import arcs as arcs_stage
 from synth.stages import events as events_stage
 from synth.stages import persona as persona_stage

@@ -8,8 +8,9 @@ import datetime as dt
 import pytest
 from pydantic import ValidationError
 
-from synth import conf, settings
-from synth.models import (
+from synth.config import conf, settings
+from synth.life.windows import Segment, SegmentEvidence, Window
+from synth.records import (
     CANNOT_DETERMINE,
     MCQ,
     QA,
@@ -25,7 +26,6 @@ from synth.models import (
     mint_id,
 )
 from synth.stages import distractors, filter, qa, traces
-from synth.windows import Segment, SegmentEvidence, Window
 
 PID = "p_fn"
 T0 = dt.datetime(2022, 3, 1, 9)

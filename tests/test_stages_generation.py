@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from synth.jsonl import read_records, write_atomic
-from synth.models import FILES, AnchorState, ArcState, BigFive, LifeArc, MajorEvent, Persona, Relation, mint_id
-from synth.pipeline import open_session, run_stages
+from synth.core.jsonl import read_records, write_atomic
+from synth.pipeline.session import open_session, run_stages
+from synth.records import FILES, AnchorState, ArcState, BigFive, LifeArc, MajorEvent, Persona, Relation, mint_id
 from synth.stages.arcs import aligned, place
 from synth.stages.traces import carry_all, suggest_media
 
@@ -169,7 +169,7 @@ def test_rich_run_has_several_phases_per_event_and_traces_per_event(datasets):
         per_event[t.event_id] = per_event.get(t.event_id, 0) + 1
         if t.privacy_plan == "rerouted":
             rerouted.add(t.event_id)
-    # two per event; one when code moved a public plan's only (private) evidence to the other plan (synth.privacy)
+    # two per event; one when code moved a public plan's only (private) evidence to the other plan (synth.quality.privacy)
     assert {n for e, n in per_event.items() if e not in rerouted} == {2}
     assert {n for e, n in per_event.items() if e in rerouted} <= {1, 2}
     assert all(t.tokens > 0 for t in d["traces.jsonl"])

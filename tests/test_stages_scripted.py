@@ -8,8 +8,10 @@ import itertools
 import json
 from pathlib import Path
 
-from synth.jsonl import read_records, write_atomic
-from synth.models import (
+from synth.core.jsonl import read_records, write_atomic
+from synth.life.seedpool import load_seed_pool, seeds_for_age
+from synth.pipeline.session import open_session, run_stages
+from synth.records import (
     FILES,
     AnchorState,
     BigFive,
@@ -23,8 +25,6 @@ from synth.models import (
     Snapshot,
     mint_id,
 )
-from synth.pipeline import open_session, run_stages
-from synth.seedpool import load_seed_pool, seeds_for_age
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSONAS = ROOT / "personas"

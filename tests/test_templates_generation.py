@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from synth.llm.base import InputError
-from synth.models import AnchorState, BigFive, LifeArc, Persona, Phase, Relation, Snapshot
-from synth.prompts import render
+from synth.config.prompts import render
+from synth.core.errors import InputError
+from synth.records import AnchorState, BigFive, LifeArc, Persona, Phase, Relation, Snapshot
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

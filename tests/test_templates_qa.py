@@ -7,9 +7,9 @@ import re
 import pytest
 from test_qa_stages import build_persona_dir
 
-from synth.jsonl import read_records
-from synth.models import CANNOT_DETERMINE, QUESTION_TYPES, LifeArc, Persona
-from synth.prompts import label, render
+from synth.config.prompts import label, render
+from synth.core.jsonl import read_records
+from synth.records import CANNOT_DETERMINE, QUESTION_TYPES, LifeArc, Persona
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 TEMPLATES = ("qa_plan.j2", "qa_write.j2", "distractors_write.j2", "distractors_validate.j2",
@@ -136,7 +136,7 @@ def test_distractor_prompt_carries_feedback_length_and_the_unanswerable_switch(p
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_every_giveaway_kind_is_worded_for_the_writer(people, language):
-    """The refinement loop names a give-away by kind (synth.rules); the template words each one, in both languages."""
+    """The refinement loop names a give-away by kind (synth.quality.rules); the template words each one, in both languages."""
     persona, arcs = people
     base = variables("distractors_write.j2", persona, arcs, language)
     texts = set()

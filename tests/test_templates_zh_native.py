@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from synth.models import CANNOT_DETERMINE, QUESTION_TYPES, AnchorState, BigFive, LifeArc, Persona, Relation, Snapshot
-from synth.prompts import label, labels, prompts_dir, render, sentence
+from synth.config.prompts import label, labels, prompts_dir, render, sentence
+from synth.records import CANNOT_DETERMINE, QUESTION_TYPES, AnchorState, BigFive, LifeArc, Persona, Relation, Snapshot
 
 # Words the model must read literally: JSON field names of the output schemas and JSON literals. An English word
 # outside this list (or an id not shown beside its native label) is a leftover.

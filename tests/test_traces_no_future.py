@@ -1,6 +1,6 @@
 """No future in a trace prompt (DESIGN principle 10) and complete gold labels (a writer sees only the evidence its
 trace carries): the traces stage run on hand-built inputs, its rendered requests read back from the fake provider;
-and the lexical label check of synth.label_check."""
+and the lexical label check of synth.quality.label_check."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from test_stages_scripted import END, PID, START, persona, run
 
-from synth.jsonl import read_records, write_atomic
-from synth.label_check import unlabelled_evidence
+from synth.config.prompts import render
+from synth.core.jsonl import read_records, write_atomic
 from synth.llm.base import LLMRequest
-from synth.models import AnchorState, ArcState, Event, Evidence, LifeArc, MajorEvent, Phase, Snapshot, Trace
-from synth.prompts import render
+from synth.quality.label_check import unlabelled_evidence
+from synth.records import AnchorState, ArcState, Event, Evidence, LifeArc, MajorEvent, Phase, Snapshot, Trace
 from synth.stages import traces
 
 STATES = 4

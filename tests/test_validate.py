@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from synth.cli import app
-from synth.validate import validate_dataset, violations
+from synth.quality.validate import validate_dataset, violations
 from tests.conftest import PERSONA_ID, read_jsonl, write_jsonl
 
 
@@ -269,7 +269,7 @@ def test_corrupted_copy_of_tiny_run(case, tiny_dataset, tmp_path):
 
 
 def test_reference_problems_checks_only_the_named_inputs(handmade_dataset):
-    from synth.validate import reference_problems
+    from synth.quality.validate import reference_problems
 
     root = handmade_dataset / PERSONA_ID
     inputs = ["persona.jsonl", "events.jsonl", "evidence.jsonl"]
@@ -280,7 +280,7 @@ def test_reference_problems_checks_only_the_named_inputs(handmade_dataset):
 
 
 def test_unlabelled_evidence_a_trace_visibly_carries_is_reported_without_failing(handmade_dataset):
-    from synth.label_check import label_warnings
+    from synth.quality.label_check import label_warnings
 
     assert label_warnings(handmade_dataset) == []
     target = read_jsonl(handmade_dataset / PERSONA_ID / "evidence.jsonl")[0]

@@ -15,14 +15,19 @@ from rich.console import Console
 from test_templates_zh_native import PERSONA as ZH_PERSONA
 from test_templates_zh_native import VARIANT_TEMPLATES, VARIANTS, leftovers
 
-from synth import relations, rules, stats
-from synth.conf import preset_config
+from synth.config.conf import preset_config
+from synth.config.prompts import render
+from synth.config.settings import parse
+from synth.core.jsonl import read_records, write_atomic
 from synth.eval import waterfall
 from synth.eval.run import run_eval
-from synth.jsonl import read_records, write_atomic
+from synth.life import relations
 from synth.llm.base import ProviderResponse, Usage
 from synth.llm.fake import respond
-from synth.models import (
+from synth.pipeline.session import open_session, run_stages
+from synth.quality import rules
+from synth.quality.validate import validate_dataset
+from synth.records import (
     CANNOT_DETERMINE,
     FILES,
     AnchorState,
@@ -40,11 +45,8 @@ from synth.models import (
     Variant,
     VariantSet,
 )
-from synth.pipeline import open_session, run_stages
-from synth.prompts import render
-from synth.settings import parse
+from synth.release import stats
 from synth.stages import variants as stage
-from synth.validate import validate_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSONAS = ROOT / "personas"
@@ -527,8 +529,8 @@ def test_eval_judges_relation_items_under_oracle_perfect_and_own_retrieval(tmp_p
 def test_the_hf_export_carries_the_references_and_the_session_marker(tmp_path):
     import pyarrow.parquet as pq
 
-    from synth.export_hf import export_hf
-    from synth.models import FinalItem
+    from synth.records import FinalItem
+    from synth.release.hf import export_hf
 
     out = tmp_path / "data"
     directory = setup(out, one_of("nuanced_temporal"))
@@ -575,9 +577,9 @@ def test_the_mcq_tries_an_accepted_answer_no_give_away_rule_flags_first(tmp_path
 
 
 def test_a_bad_variants_setting_is_one_line_naming_the_key():
-    from synth.conf import preset_config
-    from synth.llm.base import InputError
-    from synth.settings import parse
+    from synth.config.conf import preset_config
+    from synth.config.settings import parse
+    from synth.core.errors import InputError
 
     config = preset_config("small")
     bad = {**config, "variants": {**config["variants"], "set_size": {**config["variants"]["set_size"],
@@ -592,8 +594,8 @@ def test_a_bad_variants_setting_is_one_line_naming_the_key():
 def test_variants_rerun_alone_makes_traces_and_qa_stale(tmp_path):
     """`synth variants` runs alone; a changed set (here: another minimum gap) changes variants.jsonl, which traces
     and qa read, so both are stale until they re-run (traces re-folds the sessions without a model call)."""
-    from synth.personas import load_personas
-    from synth.runner import stage_status
+    from synth.config.personas import load_personas
+    from synth.engine.runner import stage_status
     from synth.stages import STAGES
 
     out = tmp_path / "data"

@@ -1,11 +1,10 @@
-"""Arc buckets and the sliding window on a hand-made timeline (synth.windows: pure functions)."""
+"""Arc buckets and the sliding window on a hand-made timeline (synth.life.windows: pure functions)."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from synth.models import ArcState, Event, Evidence, MajorEvent, Phase, Snapshot, Trace
-from synth.windows import (
+from synth.life.windows import (
     SegmentEvidence,
     arc_states,
     candidates,
@@ -17,6 +16,7 @@ from synth.windows import (
     trajectory_segments,
     window_positions,
 )
+from synth.records import ArcState, Event, Evidence, MajorEvent, Phase, Snapshot, Trace
 
 START = dt.date(2022, 1, 1)
 END = START + dt.timedelta(days=99)

@@ -8,13 +8,13 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from synth import rules
-from synth.jsonl import read_records
-from synth.models import FILES, Evidence, Trace
-from synth.pipeline import open_session, run_stages
-from synth.stages.filter_checks import medium_span_check
-from synth.stages.qa_mixed import mixed_pairs
-from synth.validate import validate_dataset
+from synth.core.jsonl import read_records
+from synth.pipeline.session import open_session, run_stages
+from synth.quality import rules
+from synth.quality.validate import validate_dataset
+from synth.records import FILES, Evidence, Trace
+from synth.stages.filter.checks import medium_span_check
+from synth.stages.qa.mixed import mixed_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 PID = "p01_maya"

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from synth import conf
-from synth.llm.base import GenerationFailed, LLMRequest, Settings
+from synth.config import conf
+from synth.config.prompts import render
+from synth.llm.base import GenerationFailed, GenerationSettings, LLMRequest
 from synth.llm.client import LLM, CallStats
-from synth.prompts import render
 
 
 class LoopThread:
@@ -45,7 +45,7 @@ class Backbone:
         self.llm = llm
         self.route = route
         self.loop = loop
-        self.settings = Settings(temperature=temperature, max_tokens=max_tokens)
+        self.settings = GenerationSettings(temperature=temperature, max_tokens=max_tokens)
         self.stats = CallStats()
         self.failed = 0
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from synth.core.errors import InputError
 from synth.eval.metrics import METRICS
-from synth.llm.base import InputError
 
 
 def _summary(run: Path) -> dict:

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from synth.llm.base import InputError
+from synth.core.errors import InputError
 
 _DATE = re.compile(r"(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})日?(?:[T\s]+(\d{1,2}):(\d{2})(?::(\d{2}))?)?")
 
@@ -237,7 +237,7 @@ def _spoken_layout(path: Path) -> str | None:
 def load_spoken_file(path: Path, layout: str) -> EvalPersona:
     """A `synth export --format lifedial|evermem` file: its dialogues or group-day chats become the traces (the
     ids are synth's trace ids, so gold ids carry over), its questions map onto the CloneMem fields."""
-    from synth.spoken import GROUP_CHAT, LIFELOG
+    from synth.life.spoken import GROUP_CHAT, LIFELOG
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -12,7 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
-from synth.llm.base import InputError
+from synth.core.errors import InputError
 
 LOCAL_EMBEDDER = "local"  # --embed-model value (and the default) that names the bundled offline embedder
 

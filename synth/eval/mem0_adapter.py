@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from synth.llm.base import InputError
+from synth.core.errors import InputError
 
 
 class _Mem0Memory(BaseModel):

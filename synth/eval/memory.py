@@ -8,7 +8,7 @@ import functools
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.llm.base import InputError
+from synth.core.errors import InputError
 
 
 @functools.lru_cache(maxsize=8)

@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from synth.core.errors import SynthError
 from synth.eval.data import EvalPersona, EvalQuestion, EvalTrace
 from synth.eval.systems import MemorySystem, OracleSystem, describe_error
-from synth.llm.base import SynthError
 
 
 @dataclass

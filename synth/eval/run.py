@@ -13,7 +13,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from synth import conf
+from synth.config import conf
+from synth.core.errors import InputError
+from synth.core.jsonl import write_json_atomic
 from synth.eval.backbone import Backbone, LoopThread
 from synth.eval.data import EvalSet, load_eval_set
 from synth.eval.embed import EMBEDDERS, LOCAL_EMBEDDER, CachedEmbedder, VectorCache, make_embedder
@@ -23,8 +25,6 @@ from synth.eval.protocol import IngestCost, Retrieval, retrieve_all
 from synth.eval.report import print_summary, summarize_rows
 from synth.eval.scoring import Scorer, read_results, score_all
 from synth.eval.systems import BUILT_IN, SystemOptions, system_factory
-from synth.jsonl import write_json_atomic
-from synth.llm.base import InputError
 from synth.llm.cache import ResponseCache
 from synth.llm.client import LLM
 from synth.llm.providers import provider_factory
@@ -36,8 +36,8 @@ _USES_EMBEDDER = ("mem0", "tree")
 
 
 def eval_settings() -> dict:
-    """The [defaults.eval] knobs of presets.toml (typed and complete: synth.settings) and the client's retry knobs."""
-    from synth import settings
+    """The [defaults.eval] knobs of presets.toml (typed and complete: synth.config.settings) and the client's retry knobs."""
+    from synth.config import settings
 
     typed = settings.parse(conf.preset_config("small"))
     return {**typed.eval.model_dump(), "max_repairs": typed.max_repairs, "max_attempts": typed.max_attempts,

@@ -14,15 +14,15 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from synth import conf
+from synth.config import conf
+from synth.config.prompts import render
+from synth.core.tokens import estimate_tokens
 from synth.eval.data import EvalPersona, EvalQuestion, EvalTrace
 from synth.eval.metrics import parse_choice, recall_scores
 from synth.eval.protocol import Retrieval
-from synth.llm.base import GenerationFailed, LLMRequest, Settings
+from synth.life.relations import RelationVerdict, judge_variables
+from synth.llm.base import GenerationFailed, GenerationSettings, LLMRequest
 from synth.llm.client import LLM, CallStats
-from synth.llm.fake import estimate_tokens
-from synth.prompts import render
-from synth.relations import RelationVerdict, judge_variables
 
 TASKS = ("eval_answer_free", "eval_answer_choice", "eval_judge_memory", "eval_judge_consistency",
          "eval_judge_relation")
@@ -93,7 +93,7 @@ class Scorer:
             task=task,
             messages=render(template, language=self.persona.language, name=self.persona.name, **variables),
             json_schema=model.model_json_schema(),
-            settings=Settings(temperature=float(self.settings[f"{prefix}_temperature"]),
+            settings=GenerationSettings(temperature=float(self.settings[f"{prefix}_temperature"]),
                               max_tokens=int(self.settings[f"{prefix}_max_tokens"])),
         )
         return await self.llm.generate(route, request, model, stats, language=self.persona.language)

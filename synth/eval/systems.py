@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from synth.core.errors import InputError
+from synth.core.tokens import estimate_tokens
 from synth.eval.index import BM25Index
-from synth.llm.base import InputError
-from synth.llm.fake import estimate_tokens
 
 
 @runtime_checkable

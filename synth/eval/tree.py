@@ -19,8 +19,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from synth.llm.base import InputError
-from synth.llm.fake import estimate_tokens
+from synth.core.errors import InputError
+from synth.core.tokens import estimate_tokens
 
 RELATION_WEIGHT = {"strong_support": 1.0, "weak_support": 0.5, "unrelated": 0.0, "weak_conflict": -0.5,
                    "strong_conflict": -1.0}

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from synth.core.errors import SynthError
+
 
 @dataclass(frozen=True)
-class Settings:
+class GenerationSettings:
     """Generation settings that can change the output (and so belong in the cache key)."""
 
     temperature: float = 0.7
@@ -26,7 +28,7 @@ class LLMRequest:
     task: str
     messages: list[dict[str, str]]
     json_schema: dict
-    settings: Settings = field(default_factory=Settings)
+    settings: GenerationSettings = field(default_factory=GenerationSettings)
     sample: int = 0
     schema_name: str = "answer"
 
@@ -68,18 +70,6 @@ class Provider(Protocol):
     async def complete(self, request: LLMRequest, model: str) -> ProviderResponse: ...
 
 
-class SynthError(Exception):
-    """A domain error: the CLI prints its message on one line and exits with `exit_code`."""
-
-    exit_code = 1
-
-
-class InputError(SynthError):
-    """Bad input from the user (a file, a flag, a missing stage): exit code 2, nothing written."""
-
-    exit_code = 2
-
-
 class TransportError(Exception):
     """A retryable provider fault (429, 5xx, 529, timeout, dropped connection)."""
 
@@ -91,12 +81,6 @@ class TransportError(Exception):
 
 class FatalProviderError(SynthError):
     """A provider fault that retrying will not fix (bad request, auth)."""
-
-
-class BudgetExceeded(SynthError):
-    """The next request would exceed --budget-usd or --max-tokens."""
-
-    exit_code = 3
 
 
 class GenerationFailed(Exception):

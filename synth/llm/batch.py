@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synth.conf import Route
-from synth.jsonl import write_json_atomic
+from synth.config.conf import Route
+from synth.core.jsonl import write_json_atomic
 from synth.llm.base import FatalProviderError, LLMRequest, Provider, ProviderResponse, TransportError, Usage
 from synth.llm.cache import ResponseCache, cache_key
 from synth.llm.providers import AnthropicProvider, _preview, _status_error

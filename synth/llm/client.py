@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from synth.conf import Route
+from synth.config.conf import Route
+from synth.config.prompts import render_text
+from synth.core.tokens import estimate_tokens
 from synth.llm.base import GenerationFailed, LLMRequest, Provider, ProviderResponse, TransportError, Usage
 from synth.llm.cache import ResponseCache, cache_key
-from synth.llm.fake import estimate_tokens
 from synth.llm.limits import Budget, RateLimiter
-from synth.prompts import render_text
 
 if TYPE_CHECKING:
     from synth.llm.batch import BatchDispatcher

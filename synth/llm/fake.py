@@ -7,9 +7,9 @@ import hashlib
 import json
 import os
 import random
-import re
 from typing import Any
 
+from synth.core.tokens import _CJK, estimate_tokens
 from synth.llm.base import LLMRequest, ProviderResponse, Usage
 
 _WORDS_EN = [
@@ -141,15 +141,6 @@ def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: in
         zh = not text.isascii() and len(_CJK.findall(text)) > 20
     rng = seeded_rng(schema, messages, seed, sample)
     return json.dumps(instance(schema, rng, zh=zh, words=words), ensure_ascii=False)
-
-
-_CJK = re.compile("[\u4e00-\u9fff]")
-
-
-def estimate_tokens(text: str) -> int:
-    """A provider-neutral token estimate: about 4 characters per token, one per CJK character."""
-    cjk = len(_CJK.findall(text)) if not text.isascii() else 0
-    return max(1, cjk + (len(text) - cjk) // 4)
 
 
 class FakeProvider:

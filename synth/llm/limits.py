@@ -6,7 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from synth.llm.base import BudgetExceeded
+from synth.core.errors import BudgetExceeded
 
 
 class RateLimiter:

@@ -7,11 +7,12 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from synth.conf import Route, key_env
-from synth.llm.base import FatalProviderError, InputError, LLMRequest, Provider, ProviderResponse, TransportError, Usage
+from synth.config.conf import Route, key_env
+from synth.config.prompts import render_text
+from synth.core.errors import InputError
+from synth.llm.base import FatalProviderError, LLMRequest, Provider, ProviderResponse, TransportError, Usage
 from synth.llm.fake import FakeProvider
 from synth.llm.http import HTTPStatusError, JSONClient
-from synth.prompts import render_text
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
@@ -258,10 +259,10 @@ class AnthropicProvider:
 
 def _local(route: Route, timeout_s: float, seed: int) -> Provider:
     try:
-        from synth.llm.local import LocalProvider
+        from synth.llm.local.provider import LocalProvider
     except ImportError as exc:  # the optional extra is not installed
         raise InputError(f"--provider local needs the local extra: pip install -e '.[local]' ({exc})") from None
-    from synth.conf import model_table
+    from synth.config.conf import model_table
 
     n_ctx = os.environ.get("SYNTH_LOCAL_N_CTX") or model_table()["providers"]["local"].get("n_ctx")
     return LocalProvider(model=route.model, n_ctx=int(n_ctx) if n_ctx else None)

@@ -1,8 +1,8 @@
-"""The pipeline's stages in order; each module defines one `STAGE` (see synth.stage.Stage)."""
+"""The pipeline's stages in order; each module defines one `STAGE` (see synth.engine.stage.Stage)."""
 
 from __future__ import annotations
 
-from synth.stage import StageRegistry
+from synth.engine.stage import StageRegistry
 from synth.stages import (
     arcs,
     chats,

@@ -9,7 +9,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.models import (
+from synth.config.settings import ArcsSettings
+from synth.engine.stage import Records, Stage, StageContext
+from synth.life.seedpool import SeedConcept, load_seed_pool, seeds_for_age
+from synth.records import (
     DIMENSIONS,
     AnchorState,
     ArcState,
@@ -19,9 +22,6 @@ from synth.models import (
     Persona,
     mint_id,
 )
-from synth.seedpool import SeedConcept, load_seed_pool, seeds_for_age
-from synth.settings import ArcsSettings
-from synth.stage import Records, Stage, StageContext
 from synth.stages.common import answer_tokens, arc_views
 
 # ------------------------------------------------------------------------------------------ (a) seed pool

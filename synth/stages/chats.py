@@ -14,8 +14,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.calendar import holidays_between
-from synth.models import (
+from synth.config.personas import BigFive
+from synth.config.settings import ChatsSettings
+from synth.core.calendar import holidays_between
+from synth.engine.stage import Records, Stage, StageContext
+from synth.life.spoken import format_lines, line_problems, repair_diff
+from synth.records import (
     STYLE_DIMENSIONS,
     ChatDay,
     Event,
@@ -29,10 +33,6 @@ from synth.models import (
     Utterance,
     mint_id,
 )
-from synth.personas import BigFive
-from synth.settings import ChatsSettings
-from synth.spoken import format_lines, line_problems, repair_diff
-from synth.stage import Records, Stage, StageContext
 from synth.stages.common import SpokenContext, answer_tokens, unique_labels
 
 KINDS = ("family", "work", "friends")

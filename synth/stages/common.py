@@ -9,9 +9,9 @@ import random
 
 from pydantic import BaseModel
 
-from synth.models import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Trace, mint_id
-from synth.settings import DistractorsSettings, FilterSettings, QASettings, TracesSettings
-from synth.stage import StageContext
+from synth.config.settings import DistractorsSettings, FilterSettings, QASettings, TracesSettings
+from synth.engine.stage import StageContext
+from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Trace, mint_id
 
 
 def unique_labels(names: list[str]) -> list[str]:

@@ -9,10 +9,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from synth import rules
+from synth.config.settings import DistractorsSettings
+from synth.core.tokens import estimate_tokens
+from synth.engine.stage import Records, Stage, StageContext
 from synth.llm.cache import content_hash
-from synth.llm.fake import estimate_tokens
-from synth.models import (
+from synth.quality import rules
+from synth.records import (
     CANNOT_DETERMINE,
     CHOICE_IDS,
     MCQ,
@@ -23,8 +25,6 @@ from synth.models import (
     RefinementRound,
     Trace,
 )
-from synth.settings import DistractorsSettings
-from synth.stage import Records, Stage, StageContext
 from synth.stages.common import RelatedTraces, answer_tokens, trace_excerpts
 
 
@@ -119,7 +119,7 @@ def options_of(choices: list[Choice]) -> dict[str, str]:
 
 def code_guard(qa: QA, choices: list[Choice], correct: str, language: str, section: DistractorsSettings,
                may_be_longest: bool) -> list[tuple[str, str]]:
-    """Model-free give-aways of this arrangement (synth.rules, the filter's own rules): repeated options, a key much
+    """Model-free give-aways of this arrangement (synth.quality.rules, the filter's own rules): repeated options, a key much
     longer than the rest, a key that is their clear centroid, invented answers unlike option E — and a key that is
     the longest option, unless this item is one of the quarter allowed to be (`may_be_longest`): a key that is
     never the longest would be a give-away of its own."""
@@ -217,7 +217,7 @@ def build_mcq(qa: QA, choices: list[Choice], correct: str, history: list[Refinem
 class Refiner:
     """Writes, checks and validates the options of one persona's questions; `refine` is the unit, one per question.
 
-    A round: write four distractors → arrange → model-free give-aways (synth.rules) → the no-context validator
+    A round: write four distractors → arrange → model-free give-aways (synth.quality.rules) → the no-context validator
     (its pick compared with the key) → the verify judge (key right, every other option wrong). The first round
     that passes all stands; a failed round's reasons go back to the writer."""
 

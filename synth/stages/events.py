@@ -9,8 +9,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.calendar import holidays_between
-from synth.models import (
+from synth.config.settings import EventsSettings
+from synth.core.calendar import holidays_between
+from synth.engine.stage import Records, Stage, StageContext
+from synth.life.gaps import DayPins, close_gaps, open_gaps, travel_spans
+from synth.records import (
     Event,
     Evidence,
     EvidenceKind,
@@ -21,8 +24,6 @@ from synth.models import (
     Phase,
     mint_id,
 )
-from synth.settings import EventsSettings
-from synth.stage import Records, Stage, StageContext
 from synth.stages.common import (
     Newcomer,
     answer_tokens,
@@ -35,7 +36,6 @@ from synth.stages.common import (
     state_map,
     unique_labels,
 )
-from synth.timeline_gaps import DayPins, close_gaps, open_gaps, travel_spans
 
 
 @lru_cache(maxsize=None)
@@ -49,7 +49,7 @@ def events_answer(days: int, people: tuple[str, ...], arcs: tuple[str, ...], cou
         kind=(EvidenceKind, ...),
         statement=(str, ...),
         arcs=(list[Literal[arcs]], Field(min_length=min_arcs, max_length=3)),
-        private=(bool, ...),  # kept to themself or someone close: no public medium may carry it (synth.privacy)
+        private=(bool, ...),  # kept to themself or someone close: no public medium may carry it (synth.quality.privacy)
     )
     event = create_model(
         "EventDraft",

@@ -7,9 +7,9 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.models import Persona, Relation, mint_id
-from synth.personas import PersonaSeed
-from synth.stage import Records, Stage, StageContext
+from synth.config.personas import PersonaSeed
+from synth.engine.stage import Records, Stage, StageContext
+from synth.records import Persona, Relation, mint_id
 from synth.stages.common import unique_labels
 
 

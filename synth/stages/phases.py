@@ -9,9 +9,9 @@ from functools import lru_cache, partial
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.calendar import holidays_between
-from synth.models import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Snapshot, mint_id
-from synth.stage import Records, Stage, StageContext
+from synth.core.calendar import holidays_between
+from synth.engine.stage import Records, Stage, StageContext
+from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Snapshot, mint_id
 from synth.stages.common import Newcomer, arc_moves, event_view, newcomers, persona_and_arcs, state_map
 
 

@@ -10,15 +10,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from synth import relations
-from synth.calendar import holidays_between
-from synth.llm.base import InputError
-from synth.llm.fake import estimate_tokens
-from synth.models import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
-from synth.privacy import LeakRule, PrivacyIndex
-from synth.settings import TracesSettings
-from synth.spoken import SPOKEN_FILES, spoken_traces
-from synth.stage import Records, Stage, StageContext
+from synth.config.settings import TracesSettings
+from synth.core.calendar import holidays_between
+from synth.core.errors import InputError
+from synth.core.tokens import estimate_tokens
+from synth.engine.stage import Records, Stage, StageContext
+from synth.life import relations
+from synth.life.spoken import SPOKEN_FILES, spoken_traces
+from synth.quality.privacy import LeakRule, PrivacyIndex
+from synth.records import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
 from synth.stages.common import answer_tokens, arc_views, media_weights, suggest_media  # noqa: F401  (re-exported)
 
 
@@ -286,7 +286,7 @@ class TraceWriter:
 
     async def write(self, context: dict, event: Event, plan: BaseModel, medium: str, carried: list[Evidence],
                     k: int, max_delay: int) -> Trace:
-        """One trace; a public one that gives away a private statement (its phase's or a recent one: synth.privacy) is written
+        """One trace; a public one that gives away a private statement (its phase's or a recent one: synth.quality.privacy) is written
         again with those statements named as hidden, at most `privacy_repairs` times — what is left is kept and
         reported by `synth validate` and `synth stats`."""
         time = trace_time(event, plan.delay_hours, max_delay)

@@ -12,9 +12,10 @@ from functools import partial
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.models import CANNOT_DETERMINE, Choice, FinalItem, Persona, Trace, TranslatedEvidence, Translation, mint_id
-from synth.settings import TranslateSettings
-from synth.stage import Records, Stage, StageContext
+from synth.config.settings import TranslateSettings
+from synth.engine.stage import Records, Stage, StageContext
+from synth.quality.translation import structure_problem
+from synth.records import CANNOT_DETERMINE, Choice, FinalItem, Persona, Trace, TranslatedEvidence, Translation, mint_id
 from synth.stages.common import answer_tokens
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -79,24 +80,6 @@ def translated_choices(item: FinalItem, options: list[str], language: str, sourc
     fixed = CANNOT_DETERMINE[source_language]
     return [Choice(id=c.id, text=CANNOT_DETERMINE[language] if c.text == fixed else next(texts))
             for c in item.choices]
-
-
-def structure_problem(source: Trace | FinalItem, translation: Translation) -> str:
-    """The translation keeps the source's structure: same kind and id, same option letters and key position
-    (E fixed), same evidence ids in order, and no empty text. Used by the stage and by `synth validate`."""
-    if translation.source_id != source.id:
-        return f"translation {translation.id}: source {translation.source_id} is not {source.id}"
-    if isinstance(source, Trace):
-        return "" if translation.kind == "trace" and translation.content.strip() else "an empty trace translation"
-    if translation.kind != "item" or not translation.question.strip() or not translation.answer.strip():
-        return "an item translation without its question or answer"
-    if [c.id for c in translation.choices] != [c.id for c in source.choices]:
-        return "the option letters differ from the source item's"
-    if any(not c.text.strip() for c in translation.choices):
-        return "an empty option"
-    if [e.evidence_id for e in translation.evidence] != [e.evidence_id for e in source.evidence]:
-        return "the evidence ids differ from the source item's"
-    return ""
 
 
 class Translator:

@@ -18,8 +18,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, create_model
 
+from synth.config.settings import VariantsSettings
+from synth.engine.stage import Records, Stage, StageContext
+from synth.life.relations import RELATIONS, RelationVerdict, judge_variables, wanted
 from synth.llm.cache import content_hash
-from synth.models import (
+from synth.quality.rules import norm_option
+from synth.records import (
     Event,
     Evidence,
     LifeArc,
@@ -28,10 +32,6 @@ from synth.models import (
     VariantSet,
     mint_id,
 )
-from synth.relations import RELATIONS, RelationVerdict, judge_variables, wanted
-from synth.rules import norm_option
-from synth.settings import VariantsSettings
-from synth.stage import Records, Stage, StageContext
 from synth.stages.common import answer_tokens, media_weights, suggest_media
 
 HOURS = (8, 21)  # a session happens while the person is awake

@@ -16,7 +16,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from synth.llm.fake import estimate_tokens, respond
+from synth.core.tokens import estimate_tokens
+from synth.llm.fake import respond
 
 REFUSAL = "I can't help with that."
 NOT_JSON = "Sure! Here is what I think: it depends on the day, the weather and who you ask."

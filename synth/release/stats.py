@@ -1,0 +1,357 @@
+"""Dataset statistics: counts, rejections, blind accuracy, option-position and option-length bias, optional charts."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from synth.config.conf import recorded_section
+from synth.core.jsonl import read_records
+from synth.life.relations import variant_rates
+from synth.life.spoken import validation_rates
+from synth.quality import rules
+from synth.quality.privacy import LeakRule, privacy_figures
+from synth.quality.validate import recorded_config
+from synth.quality.validity import (  # noqa: F401  (re-exported: the figures are part of what stats reports)
+    BLIND_MARGIN,
+    CHANCE,
+    answerable,
+    bias_report,
+    blind_accuracy,
+    correct_is_longest,
+    distractor_texts,
+    key_is_central,
+    option_text,
+    position_shares,
+)
+from synth.records import (
+    ChatDay,
+    Event,
+    Evidence,
+    FinalItem,
+    LifelogDialogue,
+    LifelogPlan,
+    MajorEvent,
+    Person,
+    Persona,
+    Phase,
+    Rejected,
+    Trace,
+    VariantSet,
+)
+from synth.release.life_stats import media_mix, persona_life
+from synth.release.view import persona_dirs
+
+POSITIONS = rules.POSITIONS
+
+
+# ------------------------------------------------------------------------------------------- dataset view
+
+def profile_rates(items: Sequence[FinalItem]) -> dict:
+    """The profile items' model-free 2×2 check (synth.quality.rules.profile_problems): the share whose first draft failed
+    it, the share still failing after the re-asks, the re-asks made, and the share of profile items kept."""
+    profiled = [i for i in items if i.profile is not None]
+    n = len(profiled)
+    if not n:
+        return {"items": 0}
+    return {
+        "items": n,
+        "first_draft_fail_rate": round(sum(bool(i.profile.first_problems) for i in profiled) / n, 4),
+        "fail_rate": round(sum(bool(i.profile.problems) for i in profiled) / n, 4),
+        "rewrites": sum(i.profile.rewrites for i in profiled),
+        "kept_rate": round(sum(not isinstance(i, Rejected) for i in profiled) / n, 4),
+    }
+
+
+def _read(path: Path, model):
+    return read_records(path, model) if path.is_file() else []
+
+
+def trace_tokens(traces: Sequence[Trace]) -> int:
+    from synth.core.tokens import estimate_tokens
+
+    return sum(t.tokens or estimate_tokens(t.content) for t in traces)
+
+
+def collect(out: Path) -> dict:
+    """Every number `synth stats` prints, as a dict (tests and charts read it)."""
+    final: list[FinalItem] = []
+    rejected: list[Rejected] = []
+    media: Counter = Counter()
+    media_by_language: dict[str, Counter] = {}
+    life = {}
+    privacy = {}
+    config = recorded_config(out)
+    personas = {}
+    chats: list[ChatDay] = []
+    dialogues: list[LifelogDialogue] = []
+    plan: list[LifelogPlan] = []
+    variant_sets: list[VariantSet] = []
+    for directory in persona_dirs(out):
+        persona = _read(directory / "persona.jsonl", Persona)
+        traces = _read(directory / "traces.jsonl", Trace)
+        if persona:
+            events = _read(directory / "events.jsonl", Event)
+            media_by_language.setdefault(persona[0].language, Counter()).update(t.medium for t in traces)
+            privacy[directory.name] = privacy_figures(traces, events, _read(directory / "evidence.jsonl", Evidence),
+                                                      LeakRule.of(config.get("traces", {})))
+            life[directory.name] = persona_life(
+                persona[0], traces, events,
+                _read(directory / "phases.jsonl", Phase), _read(directory / "major_events.jsonl", MajorEvent),
+                _read(directory / "people.jsonl", Person), int(recorded_section(config, "events")["max_gap_days"]))
+        kept = _read(directory / "final.jsonl", FinalItem)
+        chats += _read(directory / "chats.jsonl", ChatDay)
+        dialogues += _read(directory / "lifelog.jsonl", LifelogDialogue)
+        plan += _read(directory / "lifelog_plan.jsonl", LifelogPlan)
+        variant_sets += _read(directory / "variants.jsonl", VariantSet)
+        dropped = _read(directory / "rejected.jsonl", Rejected)
+        final += kept
+        rejected += dropped
+        media.update(t.medium for t in traces)
+        personas[directory.name] = {
+            "name": persona[0].name if persona else "", "traces": len(traces), "trace_tokens": trace_tokens(traces),
+            "final": len(kept), "rejected": len(dropped),
+        }
+    return {
+        "personas": personas,
+        "final": len(final),
+        "generated": len(final) + len(rejected),
+        "by_type": dict(Counter(i.question_type for i in final).most_common()),
+        "by_dimension": dict(Counter(i.dimension for i in final).most_common()),
+        "by_medium": dict(media.most_common()),
+        "media_by_language": media_mix(media_by_language, config.get("traces", {}).get("media", {})),
+        "life": life,
+        "privacy": privacy,
+        "rejected_by_filter": dict(Counter(r.filter for r in rejected).most_common()),
+        "spoken_validation": {"group_chat": validation_rates(chats), "lifelog": validation_rates(dialogues)},
+        "profile_check": profile_rates([*final, *rejected]),
+        # the lifelog plan's parent–child checks per level (rule level only: no judge)
+        "lifelog_plan": {level: validation_rates([n for n in plan if n.level == level])
+                         for level in ("year", "month", "week", "day")},
+        "variants": variant_rates(variant_sets),  # SubtleMemory's variant-set checks (synth variants)
+        # LifeDialBench's rewrite: the share of generated items whose question had explicit timestamps taken out
+        "timestamp_rewrite_rate": round(sum(i.timestamps_stripped > 0 for i in [*final, *rejected])
+                                        / max(1, len(final) + len(rejected)), 4),
+        "final_by_type_and_filter": _type_table(final, rejected),
+        **blind_accuracy(final),
+        "blind_before_filtering": blind_accuracy([*final, *rejected]),
+        **bias_report(final),
+    }
+
+
+def _life_table(data: dict) -> Table:
+    table = Table(title="a lived life: traces per month, gaps, everyday share, variety, cast", title_justify="left")
+    cols = ("persona", "traces/month min", "median", "longest gap (days)", "gaps over limit", "events re-dated",
+            "everyday share", "distinct-2", "repeated openings", "cast start → end", "places")
+    for col in cols:
+        table.add_column(col, justify="left" if col == "persona" else "right")
+    for pid, row in data["life"].items():
+        table.add_row(pid, str(row["traces_per_month_min"]), f"{row['traces_per_month_median']:g}",
+                      str(row["gap_days_max"]), f"{row['gaps_over_limit']} (> {row['max_gap_days']})",
+                      f"{row['redated_share']:.1%}",
+                      f"{row['everyday_share']:.1%}", f"{row['distinct_2']:.3f}", f"{row['repeated_openings']:.1%}",
+                      f"{row['cast_start']} → {row['cast_end']}", str(row["places"]))
+    return table
+
+
+def _privacy_table(data: dict) -> Table:
+    table = Table(title="public media never reveal what is hidden (model-free): public traces that still carry a "
+                        "private evidence or repeat its words; repairs by the traces stage", title_justify="left")
+    cols = ("persona", "private evidence", "public traces", "leak", "carried", "words", "re-planned", "re-routed",
+            "rewritten", "judged", "judge: still revealed")
+    for col in cols:
+        table.add_column(col, justify="left" if col == "persona" else "right")
+    for pid, row in data["privacy"].items():
+        table.add_row(pid, f"{row['private_evidence_share']:.1%}", f"{row['public_traces']} ({row['public_share']:.1%})",
+                      f"{row['leak_rate']:.1%}", f"{row['carried_rate']:.1%}", f"{row['words_rate']:.1%}",
+                      f"{row['replanned_rate']:.1%}", f"{row['rerouted_rate']:.1%}", f"{row['rewritten_rate']:.1%}",
+                      str(row["judged"]), f"{row['judge_flagged_rate']:.1%}")
+    return table
+
+
+def _media_table(data: dict) -> Table:
+    table = Table(title="media mix per language: share of the traces written in the mix vs target (a medium "
+                        "outside the mix, e.g. spoken: share of all traces)", title_justify="left")
+    for col in ("language", "medium", "share", "target"):
+        table.add_column(col, justify="left" if col in ("language", "medium") else "right")
+    for language, rows in data["media_by_language"].items():
+        for medium, row in rows.items():
+            target = "—" if row["target"] is None else f"{row['target']:.1%}"
+            table.add_row(language, medium, f"{row['share']:.1%}", target)
+    return table
+
+
+def record_validity(out: Path) -> dict:
+    """The validity figures of the dataset's final items, recorded in dataset.json (the dataset card's data):
+    blind accuracy per question type against chance (flagging types above chance + 5 points), the key-is-longest
+    and key-is-most-central rates, position balance, and items per type and check."""
+    data = collect(out)
+    keys = ("final", "generated", "blind_accuracy", "blind_accuracy_answerable", "blind_picks", "blind_by_type",
+            "blind_flagged_types", "positions", "position_balance_ok", "correct_is_longest_rate",
+            "correct_is_longest_ok", "key_central_rate", "key_central_ok", "rejected_by_filter",
+            "final_by_type_and_filter")
+    validity = {key: data[key] for key in keys}
+    path = out / "dataset.json"
+    if path.is_file():
+        from synth.core.jsonl import write_json_atomic
+
+        write_json_atomic(path, {**json.loads(path.read_text(encoding="utf-8")), "validity": validity})
+    return validity
+
+
+def _type_table(final: list[FinalItem], rejected: list[Rejected]) -> dict[str, dict[str, int]]:
+    """Per question type: items generated, rejected by each filter, final."""
+    table: dict[str, dict[str, int]] = {}
+    for item in [*final, *rejected]:
+        row = table.setdefault(item.question_type, {"generated": 0, "final": 0})
+        row["generated"] += 1
+        if isinstance(item, Rejected):
+            row[item.filter] = row.get(item.filter, 0) + 1
+        else:
+            row["final"] += 1
+    return table
+
+
+def _table(title: str, counts: dict, total: int | None = None) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("")
+    table.add_column("count", justify="right")
+    if total:
+        table.add_column("share", justify="right")
+    for key, value in counts.items():
+        row = [str(key), str(value)]
+        if total:
+            row.append(f"{value / total:.1%}")
+        table.add_row(*row)
+    return table
+
+
+def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
+    data = collect(out)
+    people = Table(title="personas", title_justify="left")
+    for col in ("persona", "name", "traces", "trace tokens", "final", "rejected"):
+        people.add_column(col, justify="left" if col in ("persona", "name") else "right")
+    for pid, row in data["personas"].items():
+        people.add_row(pid, row["name"], str(row["traces"]), f"{row['trace_tokens']:,}", str(row["final"]),
+                       str(row["rejected"]))
+    console.print(people)
+    console.print(_table("final items by question type", data["by_type"], data["final"]))
+    console.print(_table("final items by dimension", data["by_dimension"], data["final"]))
+    console.print(_table("traces by medium", data["by_medium"], sum(data["by_medium"].values())))
+    console.print(_media_table(data))
+    console.print(_life_table(data))
+    console.print(_privacy_table(data))
+    console.print(_table("rejections by filter", data["rejected_by_filter"]))
+    console.print(_table("correct position (answerable final items)",
+                         {p: f"{s:.1%}" for p, s in data["positions"].items()}))
+    console.print(_checks_table(data))
+    console.print(_blind_table(data))
+    console.print(f"questions with explicit timestamps rewritten out (model-free): {data['timestamp_rewrite_rate']:.1%}",
+                  highlight=False)
+    for source, rates in data["spoken_validation"].items():
+        if rates["records"]:
+            console.print(
+                f"{source} validation over {rates['records']} records: first draft broke a rule (level 1) "
+                f"{rates['rule_fail_rate']:.1%}, failed a judge level (2–4) {rates['judge_fail_rate']:.1%}; "
+                f"fixed by repair {rates['repaired_rate']:.1%}, still flagged {rates['flagged_rate']:.1%} "
+                f"(repeats a similar event {rates['repeated_rate']:.1%}); {rates['repairs']} repairs", highlight=False)
+    for level, rates in data["lifelog_plan"].items():
+        if rates["records"]:
+            console.print(
+                f"lifelog plan, {level}: {rates['records']} nodes; first draft failed a parent–child check "
+                f"{rates['rule_fail_rate']:.1%}, fixed by a re-ask {rates['repaired_rate']:.1%}, still flagged "
+                f"{rates['flagged_rate']:.1%} (repeats a similar one {rates['repeated_rate']:.1%})", highlight=False)
+    if data["profile_check"]["items"]:
+        rates = data["profile_check"]
+        console.print(
+            f"profile items (fact × style 2×2, model-free check): {rates['items']}; first draft failed the check "
+            f"{rates['first_draft_fail_rate']:.1%}, still failing after {rates['rewrites']} re-asks "
+            f"{rates['fail_rate']:.1%}; kept by the filters {rates['kept_rate']:.1%}", highlight=False)
+    if data["variants"]["sets"]:
+        console.print(_variants_line(data["variants"]), highlight=False)
+    console.print(
+        f"final items: blind accuracy {data['blind_accuracy']:.1%} over {data['blind_picks']} no-context picks "
+        f"({data['blind_accuracy_answerable']:.1%} on answerable; chance is 20%) · "
+        f"the key is the longest option in {data['correct_is_longest_rate']:.1%} of answerable final items "
+        f"(goal ≤ 25%: {'ok' if data['correct_is_longest_ok'] else 'MISSED'}) · the key is the most central option "
+        f"in {data['key_central_rate']:.1%} (goal ≤ 30%, chance 25%: {'ok' if data['key_central_ok'] else 'MISSED'}) · "
+        f"position balance {'ok' if data['position_balance_ok'] else 'MISSED'} (each of A–D within 25% ± 5)"
+        + (f" · blind accuracy above chance + 5 points: {', '.join(data['blind_flagged_types'])}"
+           if data["blind_flagged_types"] else "")
+    )
+    if plot:
+        for path in plot_stats(out, data):
+            console.print(str(path))
+    return data
+
+
+def _variants_line(v: dict) -> str:
+    relations = ", ".join(f"{k.removeprefix('relation_')} {row['kept']}/{row['sets']}"
+                          for k, row in v["by_relation"].items())
+    return (f"variant sets kept {v['kept']} of {v['sets']} ({relations}); over {v['sessions']} sessions the first "
+            f"draft was too explicit by rule {v['session_rule_explicit_rate']:.1%} / by judge "
+            f"{v['session_judge_explicit_rate']:.1%}, too hidden by rule {v['session_rule_hidden_rate']:.1%} / by "
+            f"judge {v['session_judge_hidden_rate']:.1%}, fixed by a rewrite {v['session_repaired_rate']:.1%}; "
+            f"queries with every keyword in one session {v['query_one_session_rate']:.1%}, with a recency word "
+            f"{v['query_recency_rate']:.1%}, with malformed references {v['query_references_rate']:.1%}; answered "
+            f"without memory (visible-only) by rule {v['visible_rule_rate']:.1%} / by judge "
+            f"{v['visible_only_rate']:.1%}")
+
+
+def _checks_table(data: dict) -> Table:
+    """Per question type: generated, rejected by each filter, final."""
+    rows = data["final_by_type_and_filter"]
+    table = Table(title="items per question type: generated, rejected by each check, final", title_justify="left")
+    for col in ("type", "generated", "rejected by", "final"):
+        table.add_column(col, justify="left" if col in ("type", "rejected by") else "right")
+    for qtype, row in rows.items():
+        rejected = ", ".join(f"{name} {n}" for name, n in sorted(row.items()) if name not in ("generated", "final"))
+        table.add_row(qtype, str(row["generated"]), rejected or "—", str(row["final"]))
+    return table
+
+
+def _blind_table(data: dict) -> Table:
+    table = Table(title="blind accuracy of final items per question type (no-context picks; chance 20%)",
+                  title_justify="left")
+    for col in ("type", "picks", "accuracy", "flag"):
+        table.add_column(col, justify="left" if col in ("type", "flag") else "right")
+    for qtype, row in data["blind_by_type"].items():
+        table.add_row(qtype, str(row["picks"]), f"{row['accuracy']:.1%}",
+                      "above chance + 5" if row["above_chance"] else "")
+    return table
+
+
+def plot_stats(out: Path, data: dict) -> list[Path]:
+    """Bar charts of the distributions, plus the timeline density and arc states per persona and the validity panel
+    (synth.release.charts), as PNGs under out/stats/ (matplotlib only when asked for)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    target = out / "stats"
+    target.mkdir(parents=True, exist_ok=True)
+    paths = []
+    charts = {"question_types": data["by_type"], "dimensions": data["by_dimension"], "media": data["by_medium"],
+              "rejections": data["rejected_by_filter"], "positions": data["positions"]}
+    for name, counts in charts.items():
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        ax.bar([str(k) for k in counts], list(counts.values()))
+        ax.set_title(name.replace("_", " "))
+        ax.tick_params(axis="x", labelrotation=30)
+        fig.tight_layout()
+        path = target / f"{name}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths.append(path)
+    from synth.release.charts import plot_dataset
+    from synth.release.view import load_dataset
+
+    paths += plot_dataset(load_dataset(out), data, target)
+    (target / "stats.json").write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    return paths
