@@ -8,7 +8,7 @@ OUT ?= outputs/$(or $(PRESET),default)
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: install install-local install-local-portable dataset lint test test-fast bench eval-bench clean browser
+.PHONY: install install-local install-local-portable dataset lint test test-fast bench eval-bench clean browser docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,10 @@ test: $(LOCAL_STAMP) lint browser
 # Without the local-model tests (no llama.cpp build needed).
 test-fast: $(STAMP) lint browser
 	$(BIN)/python -m pytest -q -m 'not local'
+
+# The docs site (MkDocs, Material theme), built strictly: a broken link or a page missing from the nav fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
