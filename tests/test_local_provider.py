@@ -17,8 +17,8 @@ NO_LLAMA = "llama-cpp-python is not installed (the optional extra: pip install -
 pytest.importorskip("llama_cpp", reason=NO_LLAMA)
 
 from synth.core.errors import InputError
-from synth.llm.local import provider as local  # noqa: E402
 from synth.llm.base import GenerationSettings, LLMRequest  # noqa: E402
+from synth.llm.local import provider as local  # noqa: E402
 from synth.llm.local.provider import LocalProvider, int_range_rule, schema_to_gbnf  # noqa: E402
 
 pytestmark = pytest.mark.local

@@ -120,7 +120,9 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
         _say_changes(target, run, seeds, names)
     err_console.print(f"provider: [bold]{name}[/] ({escape(run.reason)}); preset {run.preset}", highlight=False,
                       soft_wrap=True)
-    if name == "local" and (run.model is None or run.model == conf.model_table()["providers"]["local"]["default_model"]):
+    default_local = name == "local" and (
+        run.model is None or run.model == conf.model_table()["providers"]["local"]["default_model"])
+    if default_local:
         from synth.llm.local.provider import DEFAULT_MODEL_WARNING
 
         err_console.print(f"[yellow]warning:[/] {DEFAULT_MODEL_WARNING}", highlight=False)
@@ -140,6 +142,7 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
                     err_console.print(f"[yellow]warning:[/] blind accuracy above chance + 5 points for: "
                                       f"{', '.join(flagged)} (synth stats shows the table)", highlight=False)
             err_console.print(f"done: {ran} stage run(s) over {len(session.seeds)} persona(s) in {target}")
+            _print_summary(target, name, default_local)
             if export:
                 from synth.release.clonemem import export_dataset
 
@@ -147,6 +150,14 @@ def _run(names: list[str], *, out, personas, persona, preset, provider, model, b
                 err_console.print(f"exported {len(paths)} file(s) under {target / 'export'}")
         finally:
             session.close()
+
+
+def _print_summary(target: Path, provider: str = "", default_local: bool = False) -> None:
+    """What the run made: per persona, traces, items generated → final, top rejections, cost (synth.release.summary)."""
+    from synth.release.summary import run_summary, summary_lines
+
+    for line in summary_lines(run_summary(target), provider, default_local):
+        err_console.print(line, highlight=False, soft_wrap=True)
 
 
 def _resolve(target: Path, personas, persona, preset, provider, model, base_url, config):

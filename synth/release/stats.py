@@ -45,6 +45,7 @@ from synth.records import (
     VariantSet,
 )
 from synth.release.life_stats import media_mix, persona_life
+from synth.release.summary import recorded_run, run_summary, summary_lines
 from synth.release.view import persona_dirs
 
 POSITIONS = rules.POSITIONS
@@ -232,6 +233,8 @@ def _table(title: str, counts: dict, total: int | None = None) -> Table:
 
 
 def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
+    for line in summary_lines(run_summary(out), *recorded_run(out)):
+        console.print(line, highlight=False, soft_wrap=True)
     data = collect(out)
     people = Table(title="personas", title_justify="left")
     for col in ("persona", "name", "traces", "trace tokens", "final", "rejected"):
