@@ -354,6 +354,25 @@ def browse_command(out: Out = None, preset: Preset = None, persona: PersonaId = 
     out_console.print(index.resolve().as_uri())
 
 
+def _eval_default(key: str) -> str:
+    """A `synth eval` knob's shipped default (presets.toml [defaults.eval]), for the options' help."""
+    return str(conf.recorded_section({}, "eval")[key])
+
+
+def _eval_help() -> dict[str, str]:
+    from synth.eval.choices import BUILT_IN, EMBEDDERS, RETRIEVERS
+
+    return {
+        "system": f"Comma-separated: {', '.join(BUILT_IN)} (flat and memory take -{'|-'.join(RETRIEVERS)}), or "
+                  "module:Class / path.py:Class.",
+        "retriever": f"flat's and memory's retriever: {' | '.join(RETRIEVERS)} (default: "
+                     f"{_eval_default('retriever')}, from presets.toml \\[eval]).",
+        "embedder": f"The offline embedder: {' | '.join(EMBEDDERS)} (default: {_eval_default('embedder')}, from "
+                    "presets.toml \\[eval]; docs/evaluation.md says which, and why).",
+    }
+
+
+_EVAL_HELP = _eval_help()
 eval_app = typer.Typer(help="Score memory systems (--system a,b,c); `synth eval compare RUN...` puts runs side by side.")
 app.add_typer(eval_app, name="eval")
 
@@ -363,8 +382,8 @@ app.add_typer(eval_app, name="eval")
 def eval_command(
     ctx: typer.Context,
     data: Annotated[Optional[Path], typer.Option("--data", help="A synth dataset dir, or CloneMem release files.")] = None,
-    system: Annotated[str, typer.Option("--system", help="Comma-separated: oracle, oracle-traces, flat[-bm25|-dense|-hybrid], full, memory[-…], mem0, module:Class.")] = "flat",
-    retriever: Annotated[Optional[str], typer.Option("--retriever", help="flat's and memory's retriever: bm25 | dense | hybrid (default from [eval]).")] = None,
+    system: Annotated[str, typer.Option("--system", help=_EVAL_HELP["system"])] = "flat",
+    retriever: Annotated[Optional[str], typer.Option("--retriever", help=_EVAL_HELP["retriever"])] = None,
     k: Annotated[int, typer.Option("--k")] = 10,
     answerer_provider: Annotated[Optional[str], typer.Option("--answerer-provider")] = None,
     answerer_model: Annotated[Optional[str], typer.Option("--answerer-model")] = None,
@@ -372,7 +391,7 @@ def eval_command(
     judge_model: Annotated[Optional[str], typer.Option("--judge-model")] = None,
     base_url: BaseUrl = None,
     embed_model: Annotated[Optional[str], typer.Option("--embed-model", help="An OpenAI-compatible embeddings model (with --base-url or OPENAI_API_KEY); default: the bundled offline embedder.")] = None,
-    embedder: Annotated[Optional[str], typer.Option("--embedder", help="The offline embedder: e5 | use (default from [eval]; README: which, and why).")] = None,
+    embedder: Annotated[Optional[str], typer.Option("--embedder", help=_EVAL_HELP["embedder"])] = None,
     offline: Annotated[bool, typer.Option("--offline", help="CloneMem's all-traces protocol (leaks the future).")] = False,
     out: Annotated[Path, typer.Option("--out")] = Path("outputs/eval"),
     plot: Annotated[bool, typer.Option("--plot")] = False,

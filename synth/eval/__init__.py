@@ -1,8 +1,7 @@
-"""Scoring memory systems on synth or CloneMem data: loader, systems, metrics, and the `synth eval` runner."""
+"""Scoring memory systems on synth or CloneMem data: the loader (`data`), what a system is fed and asked
+(`protocol`), the systems (`systems`, `index`, `embed`, `memory`, `mem0_adapter`, `tree`), the answerer and
+judges (`scoring`), metrics and reports, and the `synth eval` runner (`run`). `choices` names the built-in
+systems, retrievers and embedders without importing them, so the CLI's help can list them cheaply.
 
-from synth.eval.data import EvalPersona, EvalQuestion, EvalSet, EvalTrace, load_eval_set
-from synth.eval.metrics import METRICS, parse_choice, recall_scores
-from synth.eval.systems import MemorySystem
-
-__all__ = ["EvalPersona", "EvalQuestion", "EvalSet", "EvalTrace", "load_eval_set", "METRICS", "parse_choice",
-           "recall_scores", "MemorySystem"]
+May import: synth.core, synth.config, synth.llm, synth.records, synth.life.
+"""

@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from synth.core.errors import InputError
+from synth.eval.choices import EMBEDDERS  # noqa: F401  (re-exported)
 
 LOCAL_EMBEDDER = "local"  # --embed-model value (and the default) that names the bundled offline embedder
 
@@ -27,7 +28,6 @@ class Embedder(Protocol):
     def query(self, text: str) -> np.ndarray: ...
 
 
-EMBEDDERS = ("e5", "use")  # --embedder / [eval] embedder: the offline embedder's kind
 
 
 class LocalEmbedder:

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from synth.eval.choices import RETRIEVERS  # noqa: F401  (re-exported)
 from synth.eval.embed import Embedder
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -130,7 +131,6 @@ class HybridIndex:
         return sorted(fused, key=lambda u: (-fused[u], u))[:n]
 
 
-RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
 def make_index(retriever: str, embedder_factory, rrf_k: int, depth: int):

@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from synth.core.errors import InputError
 from synth.core.tokens import estimate_tokens
+from synth.eval.choices import BUILT_IN  # noqa: F401  (re-exported)
 from synth.eval.index import BM25Index
 
 
@@ -223,7 +224,6 @@ class SystemOptions:
     backbone: Any = None  # synth.eval.backbone.Backbone, for systems that call an LLM at ingest
 
 
-BUILT_IN = ("oracle", "oracle-traces", "flat", "full", "memory", "mem0", "tree")
 
 
 def system_factory(spec: str | Callable[[], MemorySystem], options: SystemOptions | None = None
