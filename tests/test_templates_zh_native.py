@@ -277,7 +277,7 @@ def test_a_chinese_prompt_has_no_english_leftovers(name):
 
 def test_the_check_catches_what_it_is_for():
     # The detector itself: a raw id, an English gloss and a doubled stop are caught; an id beside its label is not.
-    assert leftovers("维度：experience") == {"experience"}
+    assert leftovers("题型：trajectory") == {"trajectory"}
     assert leftovers("标准记忆（ground-truth memory）") == {"ground", "truth", "memory"}
     assert leftovers("可选：日记（diary）、邮件（email）；medium 填括号里的名称") == set()
     assert sentence("销售总监。", "zh") == "销售总监。" and sentence("销售总监", "zh") == "销售总监。"
