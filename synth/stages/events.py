@@ -60,7 +60,7 @@ def events_answer(days: int, people: tuple[str, ...], arcs: tuple[str, ...], cou
         hour=(int, Field(ge=0, le=23)),
         minute=(int, Field(ge=0, le=59)),
         # everyone the prompt lists may take part: a cap below that would leave a listed person unnamed
-        participants=(list[Literal[people]], Field(min_length=0, max_length=max(1, len(people)))),
+        participants=(list[Literal[people]], Field(min_length=0, max_length=max(4, len(people)))),
         evidence=(list[evidence], Field(min_length=min_evidence, max_length=max_evidence)),
         new_people=(list[Newcomer], Field(default_factory=list, max_length=newcomers)),
         new_places=(list[Newcomer], Field(default_factory=list, max_length=newcomers)),
