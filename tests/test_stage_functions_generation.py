@@ -128,7 +128,8 @@ def test_kept_seed_limit_is_capped_by_the_pool_and_the_setting():
 def test_seed_pool_variables_speak_the_persona_language(language, title, description):
     variables = arcs_stage.seed_pool_variables(persona(language), POOL, language, 3, 2)
     assert list(variables) == ["persona", "pool", "keep_max", "added"]
-    assert variables["pool"][1] == {"name": "s1", "title": title, "description": description}
+    label = "s1" if language == "en" else title  # a zh prompt offers the seed by its native title
+    assert variables["pool"][1] == {"name": "s1", "label": label, "title": title, "description": description}
     assert (variables["keep_max"], variables["added"]) == (3, 2)
     assert variables["persona"]["name"] == "Maya" and variables["persona"]["start"] == "2022-01-01"
 
@@ -194,7 +195,9 @@ def test_arcs_variables_render_their_templates(language):
                             ("arcs_plan.j2", arcs_stage.arc_plan_variables(p, seeds(), 1, 3)),
                             ("arcs_major_events.j2", arcs_stage.major_event_variables(p, seeds(), arcs(), 3))]:
         text = "\n".join(m["content"] for m in render(name, language=language, **variables))
-        assert "s2" in text, name
+        shown = variables.get("pool") or variables["seeds"]
+        assert shown[2]["label"] in text, name
+        assert ("s2" in text) == (language == "en"), f"{name}: a zh prompt shows the seed's title, not its id"
 
 
 # ------------------------------------------------------------------------------------------ phases

@@ -38,11 +38,11 @@ EVENT_VIEW = {"id": "m", "title": "New ward", "description": "moves ward", "star
 STATE = {"label": "guarded", "description": "keeps to herself", "trigger": "a betrayal", "cues": ["short replies"]}
 OPEN = {"label": "opening up", "description": "lets Sam in", "trigger": "Sam stays", "cues": ["asks for help"]}
 MOVES = [{"arc": "Trust", "index": 0, "state": STATE, "reaches": [{"index": 1, "state": OPEN}]}]
-NEWCOMER = {"name": "Dr Okafor", "relation": "the ward's consultant", "description": "brisk, fair"}
+NEWCOMER = {"kind": "person", "name": "Dr Okafor", "relation": "the ward's consultant", "description": "brisk, fair"}
 HOLIDAYS = [{"date": "2022-01-03", "name": "New Year Holiday"}]
 DETAILED = {"id": "e", "title": "Handover", "description": "d", "location": "ward", "time": "2022-01-04T08:00:00"}
 EVIDENCE = [{"id": "v", "kind": "emotion", "statement": "Maya felt uneasy at handover.", "private": True}]
-SEEDS = [{"name": "career_change", "title": "Career change", "description": "d"}]
+SEEDS = [{"name": "career_change", "label": "career_change", "title": "Career change", "description": "d"}]
 SNAP_JSON = SNAP.model_dump(mode="json")
 TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE,
                  "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False}

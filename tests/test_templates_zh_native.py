@@ -28,7 +28,7 @@ FIELD_NAMES = {
     "why_wrong", "supported", "confidence", "truthfulness", "consistency", "covered_items", "helpfulness",
     "states_answer", "options",
     # the lived-life planner's fields (issue 15)
-    "new_people", "new_places", "relation", "reasons", "private", "revealed",
+    "new_people", "new_places", "relation", "reasons", "private", "revealed", "experience", "opinion",
     # the memory systems of synth eval (issue 16)
     "memories", "summary", "scene_tags", "emotion", "pattern_type", "trait_type", "claim", "level",
     # group chats and lifelog dialogue (issue 17)
@@ -75,13 +75,13 @@ EVENT_VIEW = {"id": "m", "title": "升职", "description": "她升任销售总�
 STATE = {"label": "观望", "description": "她先看看团队。", "trigger": "接手团队。", "cues": ["话少"]}
 OPEN = {"label": "放手", "description": "她开始放权。", "trigger": "陈露顶住了一个大单。", "cues": ["夸人"]}
 MOVES = [{"arc": "带新团队", "index": 0, "state": STATE, "reaches": [{"index": 1, "state": OPEN}]}]
-NEWCOMER = {"name": "王总", "relation": "新上司", "description": "说话干脆。"}
+NEWCOMER = {"kind": "person", "name": "王总", "relation": "新上司", "description": "说话干脆。"}
 HOLIDAYS = [{"date": "2023-01-22", "name": "春节"}]
 DETAILED = {"id": "e", "title": "第一次周会", "description": "她主持了第一次周会。", "location": "公司会议室",
             "time": "2023-02-06T09:00:00"}
 EVIDENCE = [{"id": f"v{n}", "kind": kind, "statement": "周会上她让每个人先说自己的困难。", "private": kind == "emotion"}
             for n, kind in enumerate(["fact", "emotion", "opinion"])]
-SEEDS = [{"name": "promotion", "title": "升职", "description": "工作上的晋升。"}]
+SEEDS = [{"name": "promotion", "label": "升职", "title": "升职", "description": "工作上的晋升。"}]
 MEDIA = sorted(labels()["zh"]["medium"])
 TRACES = [{"medium": m, "time": "2023-02-06T21:00", "content": "今天的周会比我想的顺利。"} for m in MEDIA]
 QA_EVIDENCE = [{"index": n + 1, "date": "2023-02-06", "kind": e["kind"], "statement": e["statement"],
@@ -277,7 +277,7 @@ def test_a_chinese_prompt_has_no_english_leftovers(name):
 
 def test_the_check_catches_what_it_is_for():
     # The detector itself: a raw id, an English gloss and a doubled stop are caught; an id beside its label is not.
-    assert leftovers("维度：experience") == {"experience"}
+    assert leftovers("题型：trajectory") == {"trajectory"}
     assert leftovers("标准记忆（ground-truth memory）") == {"ground", "truth", "memory"}
     assert leftovers("可选：日记（diary）、邮件（email）；medium 填括号里的名称") == set()
     assert sentence("销售总监。", "zh") == "销售总监。" and sentence("销售总监", "zh") == "销售总监。"

@@ -75,6 +75,9 @@ class TracesSettings(Section):
     voice_examples: int = Field(ge=0)  # the person's latest traces of the same medium shown to the writer
     voice_chars: int = Field(ge=1)  # each voice example cut to this many characters
     voice_wave_days: int = Field(ge=1)  # traces are written in waves of this many days; a wave reads earlier ones
+    # a medium's own length band [low, high] in words (Chinese: characters, times zh_chars_per_word): a Moments post
+    # is not a diary; a medium not listed gets min_words..max_words. The writer sees this band as its one length rule
+    medium_words: dict[str, tuple[int, int]] = Field(default_factory=dict)
     # per language: relative weights of the media mix (a target over the persona's traces, not forced per event)
     media: dict[Literal["en", "zh"], dict[str, float]]
     public_media: list[str]  # media anyone may read: they never carry or repeat evidence marked private

@@ -34,15 +34,43 @@ def _country_holidays(country: str, language: str, years: tuple[int, ...]) -> di
     return dict(table.items())
 
 
+# a make-up day off, as the holidays package names it ("休息日（由 2022-01-29 调休）", "Day off (substituted from …)")
+_MAKE_UP = ("调休", "substituted", "Day off")
+# the eve of the Spring Festival's first day, which the package leaves as a make-up day
+_EVE = {"zh": ("春节", "除夕"), "en": ("Chinese New Year", "Chinese New Year's Eve")}
+
+
+def _festival(day: dt.date, table: dict[dt.date, str], language: str) -> str:
+    """The festival a make-up day off belongs to: the eve of the Spring Festival, or the nearest named holiday
+    within three days (its name first, so "2022-01-31" reads 除夕, not only as a day off)."""
+    festival, eve = _EVE.get(language, _EVE["en"])
+    following = table.get(day + dt.timedelta(days=1), "")
+    if festival in following and festival not in table.get(day - dt.timedelta(days=1), ""):
+        return eve
+    for distance in (1, 2, 3):
+        for other in (day + dt.timedelta(days=distance), day - dt.timedelta(days=distance)):
+            name = table.get(other, "")
+            if name and not any(mark in name for mark in _MAKE_UP):
+                return name
+    return ""
+
+
 def holidays_between(country: str, language: str, start: object, end: object) -> list[dict]:
     """The public holidays of `country` from `start` to `end` (inclusive), oldest first, as {date, name}; days of
-    one holiday that share a name are kept (a week of Spring Festival is seven dated lines). An unknown country
-    gives none."""
+    one holiday that share a name are kept (a week of Spring Festival is seven dated lines). A make-up day off is
+    named by its festival first ("除夕，休息日（由 2022-01-29 调休）"). An unknown country gives none."""
     first, last = as_date(start), as_date(end)
     if not country or last < first:
         return []
     try:
-        table = _country_holidays(country.upper(), language, tuple(range(first.year, last.year + 1)))
+        table = _country_holidays(country.upper(), language, tuple(range(first.year - 1, last.year + 2)))
     except (NotImplementedError, KeyError):
         return []
-    return [{"date": day.isoformat(), "name": name} for day, name in sorted(table.items()) if first <= day <= last]
+    out = []
+    for day, name in sorted(table.items()):
+        if first <= day <= last:
+            festival = _festival(day, table, language) if any(mark in name for mark in _MAKE_UP) else ""
+            if festival:
+                name = f"{festival}，{name}" if language == "zh" else f"{festival}; {name}"
+            out.append({"date": day.isoformat(), "name": name})
+    return out

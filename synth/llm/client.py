@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from synth.config.conf import Route
+from synth.config.shown_schema import decode_answer, native_schema
 from synth.config.prompts import render_text
 from synth.core.tokens import estimate_tokens
 from synth.llm.base import GenerationFailed, LLMRequest, Provider, ProviderResponse, TransportError, Usage
@@ -162,7 +163,10 @@ class LLM:
         check: Callable[[M], None] | None = None,
         language: str = "en",
     ) -> M:
-        """A schema-valid answer, re-asking with the validation error up to `max_repairs` times."""
+        """A schema-valid answer, re-asking with the validation error up to `max_repairs` times. A non-English
+        request shows the schema in its language (synth.config.native): native enum labels, mapped back here."""
+        schema, labels = native_schema(request.json_schema, language)
+        request = replace(request, json_schema=schema)
         messages = list(request.messages)
         keys: list[str] = []
         last_raw, last_error = "", ""
@@ -175,7 +179,10 @@ class LLM:
             try:
                 if response.refusal:
                     raise ValueError(f"the model refused: {response.refusal}")
-                parsed = model.model_validate_json(extract_json(response.text))
+                if labels:
+                    parsed = model.model_validate(decode_answer(json.loads(extract_json(response.text)), labels))
+                else:
+                    parsed = model.model_validate_json(extract_json(response.text))
                 if check is not None:
                     check(parsed)
                 return parsed

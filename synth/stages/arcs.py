@@ -22,7 +22,7 @@ from synth.records import (
     Persona,
     mint_id,
 )
-from synth.stages.common import answer_tokens, arc_views
+from synth.stages.common import answer_tokens, arc_views, unique_labels
 
 # ------------------------------------------------------------------------------------------ (a) seed pool
 
@@ -41,13 +41,25 @@ def seed_answer(names: tuple[str, ...], keep_min: int, keep_max: int, added: int
     )
 
 
+def seed_labels(seeds: list, language: str) -> dict[str, str]:
+    """Label → seed name: what the model picks seeds by. The names are data ids (English snake_case); a Chinese
+    prompt offers the seeds' native titles instead (made unique) and code maps them back."""
+    names = [s.name for s in seeds]
+    if language == "en":
+        return dict(zip(names, names, strict=True))
+    titles = unique_labels([s.title_in(language) if hasattr(s, "title_in") else s.title for s in seeds])
+    return dict(zip(titles, names, strict=True))
+
+
 def slug(text: str) -> str:
     return re.sub(r"\W+", "_", text.strip().lower()).strip("_")[:48]
 
 
-def build_seeds(persona: Persona, pool: list[SeedConcept], answer: BaseModel) -> list[EventSeed]:
-    """Kept predefined seeds in pool order, then the added ones under unique snake_case names."""
-    kept = set(answer.keep)
+def build_seeds(persona: Persona, pool: list[SeedConcept], answer: BaseModel,
+                names: dict[str, str] | None = None) -> list[EventSeed]:
+    """Kept predefined seeds in pool order, then the added ones under unique snake_case names; `names`: the
+    label → name map the answer picked by (`seed_labels`)."""
+    kept = {(names or {}).get(label, label) for label in answer.keep}
     seeds = [
         EventSeed(id=mint_id(persona.id, "seed", s.name), persona_id=persona.id, name=s.name,
                   title=s.title_in(persona.language), description=s.description_in(persona.language),
@@ -84,6 +96,7 @@ def arc_answer(seed_names: tuple[str, ...], per_dimension: int, states: int) -> 
 
 def build_arcs(persona: Persona, seeds: list[EventSeed], answer: BaseModel) -> list[LifeArc]:
     seed_ids = {s.name: s.id for s in seeds}
+    seed_ids.update({label: seed_ids[name] for label, name in seed_labels(seeds, persona.language).items()})
     arcs = []
     for dimension in DIMENSIONS:
         for i, draft in enumerate(getattr(answer, dimension)):
@@ -184,6 +197,7 @@ def build_major_events(persona: Persona, seeds: list[EventSeed], arcs: list[Life
     spans = place([(min(d.start_day, d.end_day), max(d.start_day, d.end_day)) for d in drafts], days)
     states = aligned([list(d.arc_states) for d in drafts], arcs)
     seed_ids = {s.name: s.id for s in seeds}
+    seed_ids.update({label: seed_ids[name] for label, name in seed_labels(seeds, persona.language).items()})
     events = []
     for i, (draft, (start, end), row) in enumerate(zip(drafts, spans, states, strict=True)):
         events.append(MajorEvent(
@@ -217,20 +231,27 @@ def seed_pool_variables(persona: Persona, pool: list[SeedConcept], language: str
                         added: int) -> dict:
     """What arcs_seeds.j2 is rendered with: the age-filtered pool in the persona's language."""
     return {"persona": persona.model_dump(mode="json"),
-            "pool": [{"name": s.name, "title": s.title_in(language), "description": s.description_in(language)}
-                     for s in pool],
+            "pool": [{"name": s.name, "label": label, "title": s.title_in(language),
+                      "description": s.description_in(language)}
+                     for s, label in zip(pool, seed_labels(pool, language), strict=True)],
             "keep_max": keep_max, "added": added}
 
 
 def arc_plan_variables(persona: Persona, seeds: list[EventSeed], per_dimension: int, states: int) -> dict:
     """What arcs_plan.j2 is rendered with."""
-    return {"persona": persona.model_dump(mode="json"), "seeds": [s.model_dump(mode="json") for s in seeds],
+    return {"persona": persona.model_dump(mode="json"), "seeds": seed_views(seeds, persona.language),
             "per_dimension": per_dimension, "states": states}
+
+
+def seed_views(seeds: list[EventSeed], language: str) -> list[dict]:
+    """The seeds as the prompts show them, each with the `label` the model picks it by."""
+    return [{**s.model_dump(mode="json"), "label": label}
+            for s, label in zip(seeds, seed_labels(seeds, language), strict=True)]
 
 
 def major_event_variables(persona: Persona, seeds: list[EventSeed], arcs: list[LifeArc], count: int) -> dict:
     """What arcs_major_events.j2 is rendered with."""
-    return {"persona": persona.model_dump(mode="json"), "seeds": [s.model_dump(mode="json") for s in seeds],
+    return {"persona": persona.model_dump(mode="json"), "seeds": seed_views(seeds, persona.language),
             "arcs": arc_views(arcs), "count": count, "days": timeline_days(persona)}
 
 
@@ -255,14 +276,15 @@ class ArcsRun:
     async def seed_pool(self) -> Records:
         keep_max = kept_seed_limit(self.pool, self.section)
         added = self.section.added_seeds
-        model = seed_answer(tuple(s.name for s in self.pool), min(3, keep_max), keep_max, added)
+        names = seed_labels(self.pool, self.ctx.language)
+        model = seed_answer(tuple(names), min(3, keep_max), keep_max, added)
         variables = seed_pool_variables(self.persona, self.pool, self.ctx.language, keep_max, added)
         answer = await self.ctx.ask("arcs", "arcs_seeds.j2", variables, model)
-        return {"seeds.jsonl": build_seeds(self.persona, self.pool, answer)}
+        return {"seeds.jsonl": build_seeds(self.persona, self.pool, answer, names)}
 
     async def plan_arcs(self) -> Records:
         seeds = self.seeds()
-        model = arc_answer(tuple(s.name for s in seeds), self.per_dimension, self.states)
+        model = arc_answer(tuple(seed_labels(seeds, self.ctx.language)), self.per_dimension, self.states)
         variables = arc_plan_variables(self.persona, seeds, self.per_dimension, self.states)
         estimate = 3 * self.per_dimension * (150 + 120 * self.states)
         answer = await self.ctx.ask("arcs", "arcs_plan.j2", variables, model,
@@ -274,7 +296,7 @@ class ArcsRun:
         days = timeline_days(self.persona)
         count = major_event_count(self.section, days)
         fewest = min(len(a.anchor_states) for a in arcs)
-        model = major_answer(tuple(s.name for s in seeds), days, len(arcs), fewest, count)
+        model = major_answer(tuple(seed_labels(seeds, self.ctx.language)), days, len(arcs), fewest, count)
         variables = major_event_variables(self.persona, seeds, arcs, count)
         answer = await self.ctx.ask("arcs", "arcs_major_events.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, count * (160 + 8 * len(arcs))))

@@ -52,6 +52,23 @@ def media_weights(section: TracesSettings, language: str = "en") -> dict[str, fl
     return {name: float(w) for name, w in table.items() if float(w) > 0}
 
 
+def medium_band(section: TracesSettings, medium: str, language: str) -> tuple[int, int]:
+    """The length band of one medium (`[traces] medium_words`, else min_words..max_words): words in English,
+    characters in Chinese (times `zh_chars_per_word`) — the writer's only length rule, so it follows the medium."""
+    low, high = section.medium_words.get(medium, (section.min_words, section.max_words))
+    if language == "zh":
+        return round(low * section.zh_chars_per_word), round(high * section.zh_chars_per_word)
+    return low, high
+
+
+def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], private: bool) -> dict[str, float]:
+    """The media a planner's hint may name: none that the evidence's privacy rules out — with private evidence,
+    no public medium (the mix itself is unchanged; all of it, if nothing else is left)."""
+    if not private:
+        return dict(weights)
+    return {m: w for m, w in weights.items() if m not in public} or dict(weights)
+
+
 def suggest_media(key: str, count: int, weights: dict[str, float]) -> list[str]:
     """A deterministic weighted draw per event (distinct media while they last), so that over many events the
     media follow the configured mix rather than a model's favourite."""

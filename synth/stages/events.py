@@ -59,7 +59,8 @@ def events_answer(days: int, people: tuple[str, ...], arcs: tuple[str, ...], cou
         day=(int, Field(ge=0, le=days - 1)),
         hour=(int, Field(ge=0, le=23)),
         minute=(int, Field(ge=0, le=59)),
-        participants=(list[Literal[people]], Field(min_length=0, max_length=4)),
+        # everyone the prompt lists may take part: a cap below that would leave a listed person unnamed
+        participants=(list[Literal[people]], Field(min_length=0, max_length=max(4, len(people)))),
         evidence=(list[evidence], Field(min_length=min_evidence, max_length=max_evidence)),
         new_people=(list[Newcomer], Field(default_factory=list, max_length=newcomers)),
         new_places=(list[Newcomer], Field(default_factory=list, max_length=newcomers)),
@@ -200,7 +201,16 @@ class EventsRun:
         quotas = {p.id: event_quota(self.section, phase_days(p)) for p in self.phases if not self.everyday(p)}
         everyday = [p for p in self.phases if self.everyday(p)]
         shares = everyday_quotas(self.section, sum(q.count for q in quotas.values()), [phase_days(p) for p in everyday])
-        return {**quotas, **{p.id: q for p, q in zip(everyday, shares, strict=True)}}
+        quotas = {**quotas, **{p.id: q for p, q in zip(everyday, shares, strict=True)}}
+        # a phase gets at least one event per state it reaches: each transition lives its own trigger
+        return {key: EventQuota(max(q.count, self.reached(key)), q.min_evidence, q.max_evidence)
+                for key, q in quotas.items()}
+
+    def reached(self, phase_id: str) -> int:
+        """How many anchor states the phase brings about (over all arcs)."""
+        at = next(i for i, p in enumerate(self.phases) if p.id == phase_id)
+        before = state_map(self.phases[at - 1].arc_states) if at else {}
+        return sum(len(m["reaches"]) for m in arc_moves(self.arcs, before, state_map(self.phases[at].arc_states)))
 
     def context(self, phase: Phase) -> dict:
         at = self.phases.index(phase)

@@ -56,16 +56,23 @@ def phase_count(event: MajorEvent, per_event: int, everyday_days: int | None = N
 
 
 def states_after(before: dict[str, int], target: dict[str, int], k: int, count: int) -> dict[str, int]:
-    """Each arc's anchor state at the end of phase k of `count`, from `before` (the end of the phase before):
-    the steps still missing to `target` (the event's alignment) shared over the phases left, rounded half up,
-    so the last phase reaches the target and a change never happens between phases. An everyday stretch's
-    target is the state it starts in, so nothing moves there."""
+    """Each arc's anchor state at the end of phase k of `count`, from `before` (the end of the phase before).
+    The transitions still missing to `target` (the event's alignment), counted over all arcs, are shared over the
+    phases left (rounded half up), so three arcs that each move once in a two-phase event move twice in the first
+    phase and once in the second rather than all in the first; inside a phase the steps go one per arc in turn
+    (arc order), so one arc does not take two steps while another waits. The last phase reaches the target and a
+    change never happens between phases. An everyday stretch's target is the state it starts in: nothing moves."""
     left = max(1, count - k)
-    out = {}
-    for arc, goal in target.items():
-        now = before.get(arc, 0)
-        missing = max(0, goal - now)
-        out[arc] = now + (2 * missing + left) // (2 * left)
+    out = {arc: before.get(arc, 0) for arc in target}
+    missing = {arc: max(0, goal - out[arc]) for arc, goal in target.items()}
+    total = sum(missing.values())
+    take = total if left == 1 else (2 * total + left) // (2 * left)
+    while take > 0:
+        for arc in target:
+            if take > 0 and missing[arc] > 0:
+                out[arc] += 1
+                missing[arc] -= 1
+                take -= 1
     return out
 
 
@@ -111,9 +118,9 @@ def phase_slot(event: MajorEvent, k: int, count: int, previous: Phase | None, mo
 
 def init_variables(persona: Persona, arcs: list[LifeArc], first: MajorEvent) -> dict:
     """What phases_init.j2 is rendered with: the persona before its first major event, every arc in its first
-    state (no later state is shown: principle 10)."""
-    return {**persona_and_arcs(persona, arcs), "event": event_view(first, arcs),
-            "moves": arc_moves(arcs, {}, {})}
+    state (no later state is shown: principle 10). Not the first major event: its description tells how it
+    turns out, which is the future of day 0 (`first` only names the persona's timeline it opens)."""
+    return {**persona_and_arcs(persona, arcs), "moves": arc_moves(arcs, {}, {})}
 
 
 def phase_variables(persona: Persona, arcs: list[LifeArc], slot: PhaseSlot, snapshot: Snapshot,

@@ -19,7 +19,8 @@ from synth.life import relations
 from synth.life.spoken import SPOKEN_FILES, spoken_traces
 from synth.quality.privacy import LeakRule, PrivacyIndex
 from synth.records import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
-from synth.stages.common import answer_tokens, arc_views, media_weights, suggest_media  # noqa: F401  (re-exported)
+from synth.stages.common import (  # noqa: F401  (re-exported)
+    answer_tokens, arc_views, hint_weights, media_weights, medium_band, suggest_media)
 
 
 @lru_cache(maxsize=None)
@@ -55,14 +56,6 @@ def media_targets(weights: dict[str, float]) -> dict[str, int]:
     """The mix as whole percentages (what the planner is shown as a target over the persona's traces)."""
     total = sum(weights.values()) or 1.0
     return {name: round(100 * w / total) for name, w in sorted(weights.items())}
-
-
-def length_limits(min_words: int, max_words: int, language: str, chars_per_word: float) -> tuple[int, int]:
-    """The writer's length range: words in English, characters in Chinese (the word limits times
-    `chars_per_word`), so a Chinese trace holds as much as an English one."""
-    if language == "zh":
-        return round(min_words * chars_per_word), round(max_words * chars_per_word)
-    return min_words, max_words
 
 
 def carry_all(plans: list[list[int]], evidence: int, private: frozenset[int] = frozenset(),
@@ -169,7 +162,8 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`)."""
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
-            "suggested": suggest_media(event.id, count, weights), "public": sorted(public & set(weights)),
+            "suggested": suggest_media(event.id, count, hint_weights(weights, public, any(e.private for e in evidence))),
+            "public": sorted(public & set(weights)),
             "problems": []}
 
 
@@ -218,7 +212,6 @@ class TraceWriter:
         self.count = max(1, section.traces_per_event)
         self.weights = media_weights(section, ctx.language)
         self.media = tuple(sorted(self.weights))
-        self.words = length_limits(section.min_words, section.max_words, ctx.language, section.zh_chars_per_word)
         self.country = ctx.settings.holiday_countries.get(ctx.language, "")
         self.people = ctx.people
         self.kinds = {m.id: m.kind for m in ctx.major_events}
@@ -291,8 +284,9 @@ class TraceWriter:
         reported by `synth validate` and `synth stats`."""
         time = trace_time(event, plan.delay_hours, max_delay)
         voice = voice_reference(self.written, medium, time, *self.voice)
-        variables = write_variables(context, plan, carried, time, self.words, voice, medium)
-        tokens = answer_tokens(self.ctx, 3 * self.words[1] + 200)
+        words = medium_band(self.ctx.section, medium, self.ctx.language)
+        variables = write_variables(context, plan, carried, time, words, voice, medium)
+        tokens = answer_tokens(self.ctx, 3 * words[1] + 200)
         trace, rewrites, flagged = None, 0, []
         for round_ in range(self.privacy_repairs + 1):
             answer = await self.ctx.ask("traces", "traces_write.j2", variables, TraceText, check=has_content,

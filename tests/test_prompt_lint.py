@@ -1,0 +1,225 @@
+"""The prompt lint: generation prompts rendered over scripted situations (one-event phases, several reached states,
+private evidence, no places yet, a holiday that is also a make-up day), in both languages, fail on what a capable
+model could not follow — English in a zh prompt or its schema, a medium hint the evidence's privacy rules out, two
+length rules for one text, a count rule that cannot be met, the future shown to an earlier moment."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import test_templates_generation as en_case
+import test_templates_zh_native as zh_case
+
+from synth.config.shown_schema import decode_answer, native_schema
+from synth.config.prompts import render
+from synth.core.calendar import holidays_between
+from synth.stages import arcs as arcs_stage
+from synth.stages import events as events_stage
+from synth.stages import phases as phases_stage
+from synth.stages import qa as qa_stage
+from synth.stages import traces as traces_stage
+from synth.stages.common import hint_weights, suggest_media
+
+ENGLISH = re.compile(r"[A-Za-z][A-Za-z_]+")
+
+
+def text(name: str, language: str, **override) -> str:
+    if language == "zh":
+        values = {"persona": zh_case.PERSONA, **zh_case._generation(name)}
+    else:
+        values = en_case.variables(name, "en")
+    return "\n".join(m["content"] for m in render(name, language=language, **{**values, **override}))
+
+
+def schema_words(schema: dict) -> set[str]:
+    """English words a zh model reads in a schema: every string value except JSON keywords and field names."""
+    words: set[str] = set()
+
+    def walk(node, key=""):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("properties", "$defs"):
+                    for sub in v.values():
+                        walk(sub)
+                elif k not in ("type", "required", "format", "pattern", "$ref"):
+                    walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str):
+            words.update(ENGLISH.findall(node))
+    walk(schema)
+    return words
+
+
+SCHEMAS = {
+    "events": events_stage.events_answer(7, ("周建国",), ("带新团队",), 2, 1, 3, 1, 1),
+    "phase": phases_stage.phase_answer(0, 6, 2),
+    "snapshot": phases_stage.snapshot_answer(2),
+    "trace plan": traces_stage.plan_answer(("diary", "moments", "wechat_chat"), 3, 2, 48),
+    "trace": traces_stage.TraceText,
+    "seeds": arcs_stage.seed_answer(("升职",), 1, 3, 2),
+    "arcs": arcs_stage.arc_answer(("升职",), 1, 3),
+    "major events": arcs_stage.major_answer(("升职",), 30, 3, 3, 2),
+    "qa write": qa_stage.write_model(120),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_a_zh_schema_shows_no_english_and_its_labels_map_back(name):
+    raw = SCHEMAS[name].model_json_schema()
+    shown, labels = native_schema(raw, "zh")
+    assert not schema_words(shown), f"{name}: English in the zh schema: {sorted(schema_words(shown))}"
+    assert native_schema(raw, "en") == (raw, {}), "an English prompt shows the schema as it is"
+    assert schema_words(raw) or name in ("trace", "qa write"), "the check has something to catch on the raw schema"
+
+
+def test_native_enum_labels_decode_to_the_codes_the_data_keeps():
+    shown, labels = native_schema(SCHEMAS["events"].model_json_schema(), "zh")
+    kinds = json.dumps(shown, ensure_ascii=False)
+    assert '"事实"' in kinds and '"fact"' not in kinds
+    answer = {"events": [{"evidence": [{"kind": "情绪", "statement": "她在车里哭了。"}]}]}
+    assert decode_answer(answer, labels)["events"][0]["evidence"][0]["kind"] == "emotion"
+
+
+@pytest.mark.parametrize("name", ["arcs_seeds.j2", "arcs_plan.j2", "arcs_major_events.j2", "events_generate.j2",
+                                  "traces_plan.j2"])
+def test_a_zh_prompt_shows_no_enum_code_beside_its_label(name):
+    body = text(name, "zh")
+    assert not re.search(r"[\u4e00-\u9fff]（[a-z_]+）", body), name
+    assert "英文" not in body, f"{name}: an id rule stated as a language rule"
+
+
+# ---- planning the life
+
+def test_a_one_event_phase_is_not_asked_for_exactly_one_spread_over_the_phase():
+    for language in ("en", "zh"):
+        for kind in ("everyday", "major"):
+            event = {**(zh_case.EVENT_VIEW if language == "zh" else en_case.VARIABLES["events_generate.j2"]["event"]),
+                     "kind": kind}
+            body = text("events_generate.j2", language, count=1, event=event)
+            assert not re.search(r"exactly 1\b|恰好 1 个", body), (language, kind)
+            assert "spread over" not in body and "分散在整个阶段" not in body, (language, kind)
+
+
+def test_each_reached_state_gets_its_own_event():
+    moves = [{**m, "reaches": [m["reaches"][0]] * 3} for m in zh_case.MOVES]
+    body = text("events_generate.j2", "zh", moves=moves, count=3)
+    assert "3 个状态各由一个不同的事件引起" in body
+    lone = text("events_generate.j2", "en", count=1)
+    assert "Each of the 1 state marked" in lone
+
+
+def test_a_location_is_asked_by_a_listed_name_only_when_places_are_listed():
+    assert "by its name listed above" not in text("events_generate.j2", "en", introduced=[])
+    place = {"kind": "place", "name": "Ward 7", "relation": "ward", "description": "her ward"}
+    assert "by its name listed above" in text("events_generate.j2", "en", introduced=[place])
+    assert "常去的地方用上面列出的地点名字" not in text("events_generate.j2", "zh", introduced=[])
+
+
+def test_every_listed_person_may_take_part():
+    people = tuple(f"P{n}" for n in range(6))
+    schema = events_stage.events_answer(7, people, ("arc",), 1, 1, 2, 1, 0).model_json_schema()
+    participants = schema["$defs"]["EventDraft"]["properties"]["participants"]
+    assert participants["maxItems"] == 6
+
+
+def test_transitions_spread_over_the_phases_of_an_event():
+    before, target = {"a": 0, "b": 0, "c": 0}, {"a": 1, "b": 1, "c": 1}
+    first = phases_stage.states_after(before, target, 0, 2)
+    assert sum(first.values()) == 2, "two of three transitions in the first phase, one left for the second"
+    assert phases_stage.states_after(first, target, 1, 2) == target
+
+
+def test_a_phase_that_reaches_no_state_is_not_asked_for_change():
+    still = [{**m, "reaches": []} for m in zh_case.MOVES]
+    body = text("phases_generate.j2", "en", moves=[{**m, "reaches": []} for m in en_case.VARIABLES["phases_generate.j2"]["moves"]])
+    assert "gradual stretch of change" not in body and "reaches no new state" in body
+    assert "逐渐变化的过程" not in text("phases_generate.j2", "zh", moves=still)
+
+
+def test_the_day_0_snapshot_does_not_see_the_first_major_event():
+    event = {**zh_case.EVENT_VIEW, "description": "病人去世，她在停车场哭了。"}
+    body = text("phases_init.j2", "zh", event=event)
+    assert "病人去世" not in body
+    variables = phases_stage.init_variables.__code__.co_varnames
+    assert "first" in variables  # the signature is kept; the event is not a prompt variable any more
+
+
+def test_the_arcs_prompts_say_the_real_span():
+    for name in ("arcs_seeds.j2", "arcs_plan.j2", "arcs_major_events.j2"):
+        body = text(name, "en")
+        assert "coming years" not in body and "2022-01-01" in body, name
+
+
+def test_a_make_up_day_is_named_by_its_festival_first():
+    (eve,) = holidays_between("CN", "zh", "2022-01-31", "2022-01-31")
+    assert eve["name"].startswith("除夕"), eve
+    (eve_en,) = holidays_between("CN", "en", "2022-01-31", "2022-01-31")
+    assert eve_en["name"].startswith("Chinese New Year's Eve"), eve_en
+
+
+# ---- traces
+
+def test_a_medium_hint_never_names_a_medium_the_privacy_rules_out():
+    weights = {"moments": 5.0, "weibo": 5.0, "diary": 1.0}
+    public = frozenset({"moments", "weibo"})
+    for key in range(30):
+        assert not set(suggest_media(f"e{key}", 1, hint_weights(weights, public, True))) & public
+    assert hint_weights(weights, public, False) == weights
+
+
+def test_the_hint_shown_with_private_evidence_is_private():
+    from synth.records import Event, Evidence
+    import datetime as dt
+    event = Event(id="e1", persona_id="p", phase_id="ph", time=dt.datetime(2022, 1, 3, 9), title="t",
+                  description="d", location="l", participant_ids=[])
+    evidence = [Evidence(id=f"v{n}", persona_id="p", event_id="e1", kind="emotion", statement="s", arc_ids=[],
+                         private=True) for n in range(2)]
+    weights = {"weibo": 10.0, "moments": 10.0, "wechat_chat": 1.0}
+    for n in range(20):
+        shown = traces_stage.plan_variables({}, event.model_copy(update={"id": f"e{n}"}), evidence, 2, weights, 48,
+                                            frozenset({"weibo", "moments"}))["suggested"]
+        assert set(shown) == {"wechat_chat"} or not set(shown) & {"weibo", "moments"}, shown
+
+
+LENGTH_WORDS = re.compile(r"一两句话|几段话|几行字|a few paragraphs|a line or two|one- or two-line|a few lines")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_one_length_rule_per_trace(language):
+    for medium in ("moments", "diary", "note", "photo_caption", "social_post", "phone_memo", "weibo"):
+        body = text("traces_write.j2", language, medium=medium)
+        assert not LENGTH_WORDS.search(body), (language, medium, LENGTH_WORDS.search(body))
+
+
+def test_a_medium_sets_its_own_length_band():
+    from synth.config.settings import TracesSettings
+    from synth.stages.common import medium_band
+    section = TracesSettings.model_validate({
+        "traces_per_event": 2, "min_words": 80, "max_words": 320, "max_delay_hours": 48, "zh_chars_per_word": 1.7,
+        "voice_examples": 0, "voice_chars": 100, "voice_wave_days": 30, "media": {"zh": {"moments": 1}},
+        "public_media": ["moments"], "leak_overlap": .5, "leak_min_matches": 3, "leak_common_share": .05,
+        "privacy_repairs": 1, "privacy_lookback_days": 90, "privacy_judge": False, "privacy_judge_statements": 8,
+        "medium_words": {"moments": [8, 50]}})
+    assert medium_band(section, "moments", "zh") == (14, 85)
+    assert medium_band(section, "diary", "en") == (80, 320)
+
+
+def test_speech_goes_where_it_can_appear():
+    assert "said aloud" in text("traces_plan.j2", "en") and "当面说出口" in text("traces_plan.j2", "zh")
+
+
+# ---- questions
+
+def test_the_reference_answer_has_no_cap_and_abstention_is_not_in_the_persona_voice():
+    for question_type in ("causal", "unanswerable"):
+        values = zh_case._qa("qa_write.j2", question_type)
+        body = "\n".join(m["content"] for m in render("qa_write.j2", language="zh", persona=values.pop("persona"),
+                                                      **values))
+        assert "最多 120 个字" not in body
+        if question_type == "unanswerable":
+            assert "不用" in body and "第三人称" in body
+    assert "maxLength" not in json.dumps(qa_stage.write_model(120).model_json_schema()["properties"]["answer"])
