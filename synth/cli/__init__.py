@@ -165,6 +165,8 @@ def _resolve(target: Path, personas, persona, preset, provider, model, base_url,
     from synth.pipeline.session import resolve_run, select_personas
 
     run = resolve_run(target, preset, provider, model, base_url, config, persona or [], _preset)
+    for note in run.notes:  # an older dataset.json: said first, before anything runs
+        err_console.print(f"[yellow]{escape(note)}[/]", highlight=False, soft_wrap=True)
     return run, select_personas(_personas(personas), run.personas, run.config)
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,97 @@ def recorded_section(config: dict, name: str) -> dict:
     """A section of a dataset's recorded config over the shipped `[defaults]`: a dataset made before a key existed
     is read with that key's default."""
     return {**_load(CONFIG_DIR / "presets.toml")["defaults"].get(name, {}), **(config.get(name) or {})}
+
+
+def synth_version() -> str:
+    """The installed synth's version, recorded in dataset.json and each manifest (which code wrote a dataset)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("synth")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass
+class RecordedConfig:
+    """A dataset's recorded config read as "what was set then", grown to today's settings."""
+
+    config: dict
+    filled: list[str]  # "[arcs] everyday_min_days = 3 (default)": keys added to synth since, at today's default
+    removed: list[str]  # "[filter] blind_confidence": keys synth no longer knows, ignored
+    reshaped: list[str] = field(default_factory=list)  # recorded values read in a key's new shape (RESHAPED)
+
+
+def _media_per_language(value: Any) -> Any:
+    """[traces] media was one mix for every language before it was per language: the recorded mix for each."""
+    if isinstance(value, dict) and value and all(isinstance(w, (int, float)) for w in value.values()):
+        return {"en": dict(value), "zh": dict(value)}
+    return value
+
+
+# Recorded settings whose shape changed (section, key → the new shape of an old value; a value already in the new
+# shape is returned as it is). Add a row when a release changes a key's shape, so older datasets still load.
+RESHAPED = {("traces", "media"): ("a single mix, now per language (the recorded mix for each)", _media_per_language)}
+
+
+def grow_recorded(recorded: dict, today: dict) -> RecordedConfig:
+    """Keys the recorded config lacks take today's value (the preset's defaults); keys no settings model declares
+    any more are dropped. Values that are there are kept as recorded — a now-invalid one is refused by the caller's
+    `settings.parse`, which names the file, the key and the value."""
+    from synth.config import settings
+
+    filled: list[str] = []
+    removed: list[str] = []
+    reshaped: list[str] = []
+
+    def walk(old: dict, new: dict, model, where: str) -> dict:
+        out: dict = {}
+        for key, value in old.items():
+            if key not in model.model_fields:
+                removed.append(f"[{where}] {key}" if where else key)
+                continue
+            sub = settings._section_model(model, key)
+            if sub is not None and isinstance(value, dict) and isinstance(new.get(key), dict):
+                out[key] = walk(value, new[key], sub, f"{where}.{key}" if where else key)
+                continue
+            out[key] = copy.deepcopy(value)
+            if (where, key) in RESHAPED:
+                said, reshape = RESHAPED[(where, key)]
+                out[key] = reshape(value)
+                if out[key] != value:
+                    reshaped.append(f"[{where}] {key}: {said}")
+        for key, value in new.items():
+            if key not in old and key in model.model_fields:
+                out[key] = copy.deepcopy(value)
+                if settings._section_model(model, key) is not None:
+                    filled.append(f"[{key}] (a new section, its defaults)")
+                    continue
+                shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, dict) else "{…}"
+                filled.append(f"[{where}] {key} = {shown} (default)" if where else f"{key} = {shown} (default)")
+        return out
+
+    public = {k: v for k, v in today.items() if not k.startswith("_")}
+    grown = walk({k: v for k, v in recorded.items() if not k.startswith("_")}, public, settings.Settings, "")
+    return RecordedConfig(grown, filled, removed, reshaped)
+
+
+def prune_scale_overrides(overrides: dict, removed: list[str]) -> dict:
+    """A recorded per-scale override keeps only keys synth still declares (the others are reported as removed)."""
+    from synth.config import settings
+
+    def walk(node: dict, model, where: str) -> dict:
+        out = {}
+        for key, value in node.items():
+            if key not in model.model_fields:
+                removed.append(f"[{where}] {key}")
+                continue
+            sub = settings._section_model(model, key)
+            out[key] = walk(value, sub, f"{where}.{key}") if sub is not None and isinstance(value, dict) else value
+        return out
+
+    return {scale: walk(over, settings.Settings, f"scale.{scale}") if isinstance(over, dict) else over
+            for scale, over in (overrides or {}).items()}
 
 
 def preset_config(preset: str, user_config: Path | None = None) -> dict:

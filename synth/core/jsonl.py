@@ -31,15 +31,59 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
                 raise InputError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
 
 
+_KEEPING: dict[type, type] = {}
+
+
+def keeping_extras(model: type[M]) -> type[M]:
+    """The record model that also holds fields it does not declare (a record written by another synth version),
+    so a rewrite keeps them; used only for such records, so every other record keeps its own class."""
+    if model not in _KEEPING:
+        _KEEPING[model] = type(model.__name__, (model,), {"model_config": {**model.model_config, "extra": "allow"},
+                                                         "__module__": model.__module__})
+    return _KEEPING[model]
+
+
+def written_by(path: Path) -> str:
+    """Which synth wrote a dataset's file, for error lines: the version in the manifest of the stage that wrote it,
+    else in dataset.json (the persona folder's parent)."""
+    for manifest in sorted((path.parent / "manifests").glob("*.json")):
+        try:
+            recorded = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(recorded, dict) and path.name in (recorded.get("records") or {}):
+            version = recorded.get("synth_version")
+            return (f"written by synth {version} (stage {recorded.get('stage')})" if version else
+                    f"written by a synth from before versions were recorded (stage {recorded.get('stage')})")
+    for folder in (path.parent.parent, path.parent):
+        try:
+            recorded = json.loads((folder / "dataset.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        version = recorded.get("synth_version") if isinstance(recorded, dict) else None
+        return f"written by synth {version}" if version else "written by a synth from before versions were recorded"
+    return ""
+
+
 def iter_records(path: Path, model: type[M]) -> Iterator[M]:
-    """Yield validated records; a broken line is an InputError naming the file, the line and the field."""
+    """Yield validated records; a broken line is an InputError naming the file, the line and the field.
+
+    Records written by earlier versions are read too: a field added since takes its default (the model declares
+    one for every field added after the first release), a top-level field this version no longer knows is kept."""
     for number, data in json_lines(path):
         try:
             yield model.model_validate(data)
         except ValidationError as exc:
-            err = exc.errors()[0]
+            errors = exc.errors()
+            if all(e["type"] == "extra_forbidden" and len(e["loc"]) == 1 for e in errors):
+                yield keeping_extras(model).model_validate(data)
+                continue
+            err = errors[0]
             loc = ".".join(str(p) for p in err["loc"]) or "record"
-            raise InputError(f"{path}: line {number}: {loc}: {err['msg']}") from None
+            origin = written_by(path)
+            hint = (f" ({origin}, in a format this synth cannot read: run the stage that writes it with --force, "
+                    "or `synth run --force`)") if origin else ""
+            raise InputError(f"{path}: line {number}: {loc}: {err['msg']}{hint}") from None
 
 
 def read_dicts(path: Path) -> list[dict]:

@@ -210,6 +210,7 @@ async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: L
         cached_input_tokens=stats.usage.cached_input_tokens, cache_saving_usd=round(stats.cache_saving_usd, 6),
         cost_usd=round(stats.cost_usd, 6), started_at=started.isoformat(),
         finished_at=dt.datetime.now(dt.timezone.utc).isoformat(), wall_s=round(time.perf_counter() - t0, 3),
+        synth_version=conf.synth_version(),
     )
     if ctx.budget_error is not None:
         manifest = StageManifest(status="budget", records={}, **base)

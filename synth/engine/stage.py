@@ -142,7 +142,8 @@ class StageContext:
 
     # ---- asking the model
     async def ask(self, task: str, template: str, variables: dict, model: type[M], *,
-                  check: Callable[[M], None] | None = None, sample: int = 0, max_tokens: int | None = None) -> M:
+                  check: Callable[[M], None] | None = None, sample: int = 0, max_tokens: int | None = None,
+                  keep: tuple[str, ...] = ()) -> M:
         messages = render(template, **{"language": self.language, **variables})  # a translation names its own
         settings = GenerationSettings(
             # judges decide, they do not write: they answer at judge_temperature (0 by default)
@@ -152,7 +153,7 @@ class StageContext:
                            self.settings.task_max_tokens.get(template.removesuffix(".j2"), 0)),
         )
         request = LLMRequest(task=task, messages=messages, json_schema=schema_of(model), settings=settings,
-                             sample=sample, schema_name=task)
+                             sample=sample, schema_name=task, keep=keep)
         if task not in self.routes:
             raise KeyError(f"stage {self.stage.name}: task '{task}' is not declared in STAGE.tasks")
         return await self.llm.generate(self.routes[task], request, model, self.stats, check, self.language)

@@ -31,6 +31,9 @@ class LLMRequest:
     settings: GenerationSettings = field(default_factory=GenerationSettings)
     sample: int = 0
     schema_name: str = "answer"
+    # Strings a valid answer must keep as written (names a translation may not change): the code checks them,
+    # the prompt lists them; only the fake provider reads this field (not sent, not in the cache key).
+    keep: tuple[str, ...] = ()
 
     @property
     def system(self) -> str | None:

@@ -41,13 +41,16 @@ def content_words_from_env() -> int:
         return 0
 
 
-def _text(rng: random.Random, name: str, min_len: int, max_len: int | None, zh: bool, content_words: int = 0) -> str:
+def _text(rng: random.Random, name: str, min_len: int, max_len: int | None, zh: bool, content_words: int = 0,
+          keep: tuple[str, ...] = ()) -> str:
     words = _WORDS_ZH if zh else _WORDS_EN
     long = content_words if name == "content" else 0
     n = rng.randint(long, long + long // 4) if long else rng.randint(4, 12)
     sep = "" if zh else " "
     body = sep.join(rng.choice(words) for _ in range(n))
     out = f"{name}: {body}" if name else body
+    if keep:  # the names the request says a valid answer keeps, first (a length cap cuts the random tail)
+        out = sep.join([*keep, out]) if zh else " ".join([*keep, out])
     while len(out) < min_len:
         out += sep + rng.choice(words)
     if max_len is not None:
@@ -56,7 +59,7 @@ def _text(rng: random.Random, name: str, min_len: int, max_len: int | None, zh: 
 
 
 def instance(schema: dict, rng: random.Random, root: dict | None = None, name: str = "", zh: bool = False,
-             words: int = 0) -> Any:
+             words: int = 0, keep: tuple[str, ...] = ()) -> Any:
     """Build a value valid against `schema` (the subset pydantic emits: refs, enums, bounds, formats)."""
     root = root if root is not None else schema
     schema = _resolve(schema, root)
@@ -67,29 +70,30 @@ def instance(schema: dict, rng: random.Random, root: dict | None = None, name: s
     for key in ("anyOf", "oneOf"):
         if key in schema:
             options = [o for o in schema[key] if _resolve(o, root).get("type") != "null"] or schema[key]
-            return instance(rng.choice(options), rng, root, name, zh, words)
+            return instance(rng.choice(options), rng, root, name, zh, words, keep)
     if "allOf" in schema:
         merged: dict = {}
         for part in schema["allOf"]:
             merged.update(_resolve(part, root))
-        return instance(merged, rng, root, name, zh, words)
+        return instance(merged, rng, root, name, zh, words, keep)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object" or "properties" in schema:
         props = schema.get("properties", {})
-        return {k: instance(v, rng, root, k, zh, words) for k, v in props.items()}
+        return {k: instance(v, rng, root, k, zh, words, keep) for k, v in props.items()}
     if kind == "array":
-        return _array(schema, rng, root, name, zh, words)
-    return _scalar(kind, schema, rng, name, zh, words)
+        return _array(schema, rng, root, name, zh, words, keep)
+    return _scalar(kind, schema, rng, name, zh, words, keep)
 
 
-def _array(schema: dict, rng: random.Random, root: dict, name: str, zh: bool, words: int) -> list:
+def _array(schema: dict, rng: random.Random, root: dict, name: str, zh: bool, words: int,
+           keep: tuple[str, ...] = ()) -> list:
     lo = schema.get("minItems", 1)
     hi = schema.get("maxItems", max(lo, 3))
     count = rng.randint(lo, max(lo, min(hi, lo + 3)))
     items = schema.get("items", {"type": "string"})
-    values = [instance(items, rng, root, name, zh, words) for _ in range(count)]
+    values = [instance(items, rng, root, name, zh, words, keep) for _ in range(count)]
     if schema.get("uniqueItems"):
         unique = []
         for v in values:
@@ -99,7 +103,8 @@ def _array(schema: dict, rng: random.Random, root: dict, name: str, zh: bool, wo
     return values
 
 
-def _scalar(kind: str | None, schema: dict, rng: random.Random, name: str, zh: bool, words: int) -> Any:
+def _scalar(kind: str | None, schema: dict, rng: random.Random, name: str, zh: bool, words: int,
+            keep: tuple[str, ...] = ()) -> Any:
     if kind == "integer":
         lo = schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1 if "exclusiveMinimum" in schema else 0)
         hi = schema.get("maximum", schema.get("exclusiveMaximum", lo + 101) - 1 if "exclusiveMaximum" in schema else lo + 100)
@@ -117,7 +122,7 @@ def _scalar(kind: str | None, schema: dict, rng: random.Random, name: str, zh: b
         return (dt.date(2022, 1, 1) + dt.timedelta(days=rng.randint(0, 700))).isoformat()
     if fmt == "date-time":
         return (dt.datetime(2022, 1, 1, 9) + dt.timedelta(hours=rng.randint(0, 16000))).isoformat()
-    return _text(rng, name, schema.get("minLength", 0), schema.get("maxLength"), zh, words)
+    return _text(rng, name, schema.get("minLength", 0), schema.get("maxLength"), zh, words, keep)
 
 
 def seeded_rng(*parts: Any) -> random.Random:
@@ -126,9 +131,10 @@ def seeded_rng(*parts: Any) -> random.Random:
 
 
 def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: int = 0,
-            content_words: int | None = None) -> str:
+            content_words: int | None = None, keep: tuple[str, ...] = ()) -> str:
     """The fake answer to a request as JSON text; the same request, seed and sample give the same answer.
-    `content_words` sizes `content` fields (None: $SYNTH_FAKE_CONTENT_WORDS)."""
+    `content_words` sizes `content` fields (None: $SYNTH_FAKE_CONTENT_WORDS); every text field starts with the
+    strings of `keep` (the request's names a valid answer keeps), so the code's model-free checks pass."""
     words = content_words_from_env() if content_words is None else content_words
     if not schema:
         return json.dumps({"answer": "fake"})
@@ -140,7 +146,7 @@ def respond(schema: dict | None, messages: list[dict], seed: int = 0, sample: in
         text = " ".join(str(m.get("content", "")) for m in messages)
         zh = not text.isascii() and len(_CJK.findall(text)) > 20
     rng = seeded_rng(schema, messages, seed, sample)
-    return json.dumps(instance(schema, rng, zh=zh, words=words), ensure_ascii=False)
+    return json.dumps(instance(schema, rng, zh=zh, words=words, keep=keep), ensure_ascii=False)
 
 
 class FakeProvider:
@@ -161,6 +167,7 @@ class FakeProvider:
         if self.script:
             text = self.script.pop(0)
         else:
-            text = respond(request.json_schema, request.messages, self.seed, request.sample, self.content_words)
+            text = respond(request.json_schema, request.messages, self.seed, request.sample, self.content_words,
+                           request.keep)
         prompt = " ".join(m["content"] for m in request.messages)
         return ProviderResponse(text=text, usage=Usage(input_tokens=estimate_tokens(prompt), output_tokens=estimate_tokens(text)))

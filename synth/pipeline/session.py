@@ -7,7 +7,7 @@ import json
 import os
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -157,6 +157,7 @@ class Resolved:
     config: dict
     personas: list[str]  # ids to restrict to ([] = the preset's selection)
     changes: list[str]  # "provider fake → local" … against the recorded dataset.json
+    notes: list[str] = field(default_factory=list)  # what an older dataset.json lacked or had that synth dropped
 
 
 def recorded_settings(out: Path) -> dict | None:
@@ -190,13 +191,22 @@ def resolve_run(out: Path, preset: str | None, provider: str | None, model: str 
     else:
         name, reason = provider, "--provider was given"
     preset = preset or old["preset"]
+    notes: list[str] = []
     if config_file is None and preset == old["preset"]:
-        # A section added to synth after the dataset was made takes today's defaults (the recorded ones win).
-        config = {**conf.preset_config(preset), **recorded["config"], "preset": preset,
-                  "_scale": recorded.get("scale_overrides", {})}
+        # What was set then, grown to today's settings: keys added since take today's defaults (named on the first
+        # line), keys removed since are ignored (named too); a recorded value now invalid is still an error.
+        grown = conf.grow_recorded(recorded["config"], conf.preset_config(preset))
+        config = {**grown.config, "preset": preset,
+                  "_scale": conf.prune_scale_overrides(recorded.get("scale_overrides", {}), grown.removed)}
         from synth.config import settings
 
         settings.parse(config, default_source=str(where))
+        if grown.filled:
+            notes.append(f"{where} predates: {', '.join(grown.filled)}")
+        if grown.reshaped:
+            notes.append(f"{where}: read in today's shape: {'; '.join(grown.reshaped)}")
+        if grown.removed:
+            notes.append(f"{where}: settings synth no longer has, ignored: {', '.join(grown.removed)}")
     else:
         config = conf.preset_config(preset, config_file)
     route = conf.resolve_route(name, model, base_url)
@@ -205,7 +215,7 @@ def resolve_run(out: Path, preset: str | None, provider: str | None, model: str 
     if config_file is not None and _public(config) != _public({**recorded["config"], "preset": preset}):
         changes.append(f"config from {config_file}")
     return Resolved(preset, name, reason, route.model, base_url, config, personas or list(recorded.get("personas", [])),
-                    changes)
+                    changes, notes)
 
 
 def _public(config: dict) -> dict:
@@ -248,7 +258,7 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
     if write_dataset_json:
         write_json_atomic(out / "dataset.json", {
             "preset": preset, "provider": route.provider, "model": route.model, "base_url": route.base_url,
-            "personas": [s.id for s in seeds], "batch": batch, "config": {k: v for k, v in config.items() if not k.startswith("_")},
+            "synth_version": conf.synth_version(), "personas": [s.id for s in seeds], "batch": batch, "config": {k: v for k, v in config.items() if not k.startswith("_")},
             "scale_overrides": config.get("_scale", {}),
         })
     return Session(options=options, seeds=seeds, configs=configs, llm=llm, cache=cache, console=log or console)

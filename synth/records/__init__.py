@@ -524,6 +524,7 @@ class StageManifest(BaseModel):
     finished_at: str
     wall_s: float
     trace_tokens: int | None = None
+    synth_version: str | None = None  # the synth that wrote it (None: a manifest from before versions were kept)
 
 
 # File name → record model: the output layout of one persona directory.

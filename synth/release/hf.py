@@ -131,6 +131,10 @@ def write_parquet(tables: dict[str, dict[str, list[dict]]], root: Path) -> dict[
         for split, rows in sorted(splits.items()):
             relative = f"data/{config}/{split}.parquet"
             (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            if not rows:
+                # `datasets.load_dataset` cannot load an empty split (a 0-row file fails, a file without row
+                # groups is "no data"): a persona size with no kept question has no questions split.
+                continue
             pq.write_table(pa.Table.from_pylist(rows, schema=types[config]), root / relative)
             files.setdefault(config, {})[split] = relative
     return files
@@ -144,6 +148,9 @@ def export_hf(out: Path, seeds: Iterable | None = None, license_id: str | None =
     views = [v for v in load_dataset(out, only) if (v.directory / "final.jsonl").is_file()]
     if not views:
         raise InputError(f"{out}: no persona with final.jsonl to export — run `synth filter` first")
+    if not any(view.final for view in views):
+        raise InputError(f"{out}: no final item in final.jsonl (the filters kept none; `synth stats` says why): "
+                         "datasets.load_dataset cannot load an empty questions split, so nothing was exported")
     target = out / "export" / "hf"
     with staged_dir(target, ".hf.") as staging:
         tables = table_rows(views)

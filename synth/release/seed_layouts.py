@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from synth.core.errors import InputError
 from synth.core.jsonl import read_records, write_json_atomic
 from synth.life.spoken import format_line
 from synth.records import ChatDay, FinalItem, Group, LifelogDialogue, Persona, mint_id
@@ -90,4 +91,10 @@ def export_spoken(out: Path, layout: str) -> list[Path]:
         path = out / "export" / layout / f"{persona.id}_{layout}_{persona.language}.json"
         write_json_atomic(path, data)
         paths.append(path)
+    if not paths:
+        # A layout without its source would be a folder of nothing; a persona with the source and no kept item
+        # is written (an empty question list its reader loads as such).
+        source = "lifelog.jsonl" if layout == "lifedial" else "chats.jsonl"
+        raise InputError(f"{out}: no persona has {source} (its run's `sources` did not include "
+                         f"{'lifelog' if layout == 'lifedial' else 'group_chat'}); nothing exported")
     return paths

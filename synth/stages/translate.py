@@ -90,6 +90,11 @@ class Translator:
         self.persona: Persona = ctx.persona
         self.names = kept_names(self.persona)
 
+    def _used(self, *texts: str) -> tuple[str, ...]:
+        """The kept names the source uses: the ones `names_problem` holds the translation to."""
+        joined = " ".join(texts)
+        return tuple(n for n in self.names if n and n in joined)
+
     def _base(self, language: str) -> dict:
         return {"language": language, "name": self.persona.name, "names": self.names,
                 "source_language": self.persona.language}
@@ -98,7 +103,8 @@ class Translator:
         check = _checker([trace.content], language, self.names, lambda a: [a.content])
         answer = await self.ctx.ask("translate_trace", "translate_trace.j2",
                                     {**self._base(language), "medium": trace.medium, "content": trace.content},
-                                    TraceText, check=check, max_tokens=answer_tokens(self.ctx, 2 * len(trace.content)))
+                                    TraceText, check=check, max_tokens=answer_tokens(self.ctx, 2 * len(trace.content)),
+                                    keep=self._used(trace.content))
         record = Translation(id=mint_id(trace.id, "translation", language), persona_id=self.persona.id,
                              language=language, kind="trace", source_id=trace.id, content=answer.content)
         return {"translations.jsonl": [record]}
@@ -113,7 +119,8 @@ class Translator:
         answer = await self.ctx.ask("translate_item", "translate_item.j2",
                                     {**self._base(language), "question": item.question, "answer": item.answer,
                                      "choices": options, "evidence": statements},
-                                    item_model(len(options), len(statements)), check=check)
+                                    item_model(len(options), len(statements)), check=check,
+                                    keep=self._used(*source))
         record = Translation(
             id=mint_id(item.id, "translation", language), persona_id=self.persona.id, language=language, kind="item",
             source_id=item.id, question=answer.question, answer=answer.answer,
