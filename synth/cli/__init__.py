@@ -201,24 +201,15 @@ def _stage_command(name: str, help_text: str):
     return command
 
 
-_STAGE_HELP = {
-    "persona": "persona.jsonl: enrich each Big Five seed into a profile with relations.",
-    "arcs": "seeds.jsonl, arcs.jsonl, major_events.jsonl: event seeds, life arcs, major events.",
-    "phases": "phases.jsonl: phases under the rolling snapshot (Algorithm 1).",
-    "events": "events.jsonl, evidence.jsonl: detailed events with co-generated evidence.",
-    "chats": "groups.jsonl, chats.jsonl: group chats per group and active day (sources with group_chat).",
-    "lifelog": "lifelog_plan.jsonl, lifelog.jsonl: the year → month → week → day plan, then one ambient dialogue per "
-               "event (sources with lifelog).",
-    "variants": "variants.jsonl: relation-controlled variant sets (SubtleMemory): sessions, queries, references.",
-    "traces": "traces.jsonl: digital traces (plan, then write), plus the chat days, dialogues and kept variant "
-              "sessions as traces.",
-    "qa": "qa.jsonl: sliding-window, two-step QA in 8 question types (and the extra types `[qa] types` lists).",
-    "distractors": "mcq.jsonl: multiple choice with distractor refinement.",
-    "filter": "final.jsonl, rejected.jsonl: the quality filters.",
-    "translate": "translations.jsonl: traces and final items in each other release language (--languages en,zh).",
-}
-for _name, _help in _STAGE_HELP.items():
-    app.command(_name, help=_help)(_stage_command(_name, _help))
+def _stage_commands() -> None:
+    """One command per registered stage, in pipeline order, its help the stage's own (synth.stages.STAGES)."""
+    from synth.stages import STAGES
+
+    for stage in STAGES.values():
+        app.command(stage.name, help=stage.help)(_stage_command(stage.name, stage.help))
+
+
+_stage_commands()
 
 
 @app.command("run")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jinja2
 
+from synth.config import question_types
 from synth.config.conf import CONFIG_DIR, _load
 from synth.core.calendar import weekday
 from synth.core.errors import InputError
@@ -54,7 +55,11 @@ def label(value: object, group: str, language: str) -> str:
     """The native label of an id shown in a prompt (`'experience' | label('dimension', 'zh')` → 经历); the id itself
     when the table has no entry for it (English prompts show ids)."""
     text = str(value)
-    return str(labels().get(language, {}).get(group, {}).get(text, text))
+    found = labels().get(language, {}).get(group, {}).get(text)
+    if found is None and group == "question_type":  # a type registered with its own labels
+        spec = question_types.get(text)
+        found = spec.labels.get(language) if spec is not None else None
+    return str(text if found is None else found)
 
 
 def pronoun(gender: object, language: str) -> str:

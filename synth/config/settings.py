@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from synth.config import question_types
 from synth.core.errors import InputError
 
 
@@ -152,7 +153,7 @@ class VariantsSettings(Section):
 class QASettings(Section):
     window_days: int = Field(ge=1)
     stride_days: int = Field(ge=1)
-    types: list[str]
+    types: Annotated[list[str], AfterValidator(question_types.check_qa_types)]  # registered types the qa stage makes
     target_per_type: int = Field(ge=0)
     plans_per_type: int = Field(ge=0)
     max_segment_evidence: int = Field(ge=1)
@@ -334,6 +335,8 @@ def parse(config: dict, blame: dict[str, Path | str] | None = None, default_sour
         section = f"[{'.'.join(loc[:-1])}] " if len(loc) > 1 else ""
         what = {"missing": "missing setting", "extra_forbidden": "unknown setting"}.get(
             error["type"], f"{error['msg']} (got {error.get('input')!r})")
+        if loc[-2:] == ["qa", "types"] and error["type"] == "value_error":
+            what = str(error["ctx"]["error"])  # names the wrong type and the known ones; the list itself is noise
         raise InputError(f"{source}: {section}{loc[-1]}: {what}") from None
 
 

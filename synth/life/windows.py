@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from synth.config import question_types
 from synth.records import Event, Evidence, MajorEvent, Phase, Trace
 
 
@@ -192,23 +193,22 @@ def spread(count: int, population: int, offset: float = 0.0) -> list[int]:
     return sorted(dict.fromkeys(picks))
 
 
-# How much a segment must hold for a type to be plannable: multi-point types need evidence on several days.
-MIN_EVIDENCE = {"factual": 1, "unanswerable": 1, "counterfactual": 1, "causal": 2, "inference": 2, "comparison": 2,
-                "trajectory": 3, "pattern": 2}
-MIN_DAYS = {"comparison": 2, "trajectory": 2, "pattern": 2}
+def eligible(segment: Segment, question_type: str, dimension: str | None = None) -> bool:
+    """Whether a segment holds enough for a type to be plannable (its spec's minimum evidence, on enough days: a
+    multi-point type needs several) and, when its arc's `dimension` is given, whether the type is asked on it."""
+    spec = question_types.get(question_type) or question_types.QuestionTypeSpec(question_type, "extra")
+    return (len(segment.evidence) >= spec.min_evidence and segment.distinct_days >= spec.min_days
+            and (dimension is None or dimension in spec.dimensions))
 
 
-def eligible(segment: Segment, question_type: str) -> bool:
-    return (len(segment.evidence) >= MIN_EVIDENCE.get(question_type, 1)
-            and segment.distinct_days >= MIN_DAYS.get(question_type, 1))
-
-
-def candidates(segments: Sequence[Segment], types: Sequence[str], per_type: int) -> list[tuple[str, Segment]]:
+def candidates(segments: Sequence[Segment], types: Sequence[str], per_type: int,
+               dimensions: Mapping[str, str] | None = None) -> list[tuple[str, Segment]]:
     """Up to `per_type` (type, segment) pairs per type, spread deterministically over the segments that can carry
-    that type; type order first, then timeline order."""
+    that type (`dimensions`: arc id → its dimension, for the types asked on some dimensions only); type order
+    first, then timeline order."""
     out = []
     for index, question_type in enumerate(types):
-        pool = [s for s in segments if eligible(s, question_type)]
+        pool = [s for s in segments if eligible(s, question_type, (dimensions or {}).get(s.arc_id))]
         for pick in spread(per_type, len(pool), offset=index / max(1, len(types))):
             out.append((question_type, pool[pick]))
     return out

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from synth.config import question_types
 from synth.records import CANNOT_DETERMINE, CHOICE_IDS, PROFILE_CELLS, SPOKEN_MEDIA
 
 POSITIONS = CHOICE_IDS[:4]  # where a correct answer to an answerable question may stand
@@ -23,7 +24,8 @@ def norm_option(text: str) -> str:
 
 
 def answerable(question_type: str) -> bool:
-    return question_type != "unanswerable"
+    """Whether the type's key is a right answer (its spec says; not "cannot be determined")."""
+    return question_types.answerable(question_type)
 
 
 def choice_text(choices: Iterable[tuple[str, str]], choice_id: str) -> str:

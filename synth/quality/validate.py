@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from synth.config import question_types
 from synth.core.fields import as_date, as_datetime, as_int, as_list, day_of, dict_list, id_list
 from synth.life.lifelog_calendar import tree_problems
-from synth.quality import rules
+from synth.quality import rules, type_checks  # noqa: F401  (type_checks attaches the extra types' checks)
 from synth.records import FILES
 
 # Question items flow qa → mcq → final | rejected and may keep their id along the way.
@@ -114,7 +115,7 @@ class PersonaCheck:
         for check in (self.check_persona, self.check_duplicates, self.check_references, self.check_containment,
                       self.check_major_event_order, self.check_arc_alignment, self.check_snapshot_chain,
                       self.check_arc_phases, self.check_evidence_carried, self.check_privacy, self.check_trace_gaps,
-                      self.check_causality, self.check_mcq_shape, self.check_medium_span, self.check_lifelog_plan,
+                      self.check_causality, self.check_mcq_shape, self.check_question_types, self.check_lifelog_plan,
                       self.check_variants, self.check_translations):
             self.kind = check.__name__.removeprefix("check_")
             check()
@@ -653,18 +654,13 @@ class PersonaCheck:
             for problem in rules.shape_problems(choices, record.get("correct_choice_id"),
                                                 str(record.get("question_type")), language):
                 self.flag(name, record, problem)
-            profile = record.get("profile")
-            if isinstance(profile, dict) and record.get("question_type") == "profile_style":
-                self.check_profile(name, record, profile, choices)
 
-    def check_medium_span(self) -> None:
-        """A written_spoken item rests on a spoken and a written trace."""
-        traces = self.by_id.get("traces.jsonl", {})
+    def check_question_types(self) -> None:
+        """Each question item by its type's own check (the spec's `validate_check`, synth.config.question_types)."""
         for name, record in self.each(*QUESTION_FILES):
-            if record.get("question_type") == "written_spoken" and name != "rejected.jsonl":
-                media = [traces[t].get("medium", "") for t in _needed_traces(record) if t in traces]
-                if problem := rules.medium_span_problem(media):
-                    self.flag(name, record, f"written_spoken: {problem}")
+            spec = question_types.get(str(record.get("question_type")))
+            if spec is not None and spec.validate_check is not None:
+                spec.validate_check(self, name, record)
 
     def check_profile(self, name: str, record: dict, profile: dict, choices: list) -> None:
         """A profile item: its member and stored levels are those of groups.jsonl; its style traces exist; a kept

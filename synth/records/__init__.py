@@ -4,26 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from synth.config import question_types
 from synth.config.personas import BigFive  # one definition: the seed's, re-exported for the records
 
 Dimension = Literal["experience", "emotion", "opinion"]
 EvidenceKind = Literal["fact", "emotion", "opinion"]
-# CloneMem's eight types, plus EverMemBench's temporal duration and profile (style) questions, and questions that
-# need a written and a spoken trace together (each made only when `[qa] types` lists it), plus SubtleMemory's
-# relation types (made by the variants stage when `[variants] seeds_per_relation` asks for them)
-QuestionType = Literal[
-    "factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "unanswerable",
-    "temporal_duration", "profile_style", "written_spoken",
-    "relation_complementary_all", "relation_complementary_any", "relation_nuanced_temporal",
-    "relation_nuanced_contextual", "relation_contradictory",
-]
-QUESTION_TYPES: tuple[str, ...] = QuestionType.__args__[:8]  # type: ignore[attr-defined]  # CloneMem's eight
-EXTRA_TYPES: tuple[str, ...] = QuestionType.__args__[8:11]  # type: ignore[attr-defined]
-RELATION_TYPES: tuple[str, ...] = QuestionType.__args__[11:]  # type: ignore[attr-defined]
+# A question type is a name in the registry (synth.config.question_types): CloneMem's eight, the extra types
+# `[qa] types` may list, SubtleMemory's relation types (the variants stage), and any type registered after them
+QuestionType = Annotated[str, AfterValidator(question_types.check_known)]
+QUESTION_TYPES: tuple[str, ...] = question_types.names("clonemem")  # the built-ins, as the registry orders them
+EXTRA_TYPES: tuple[str, ...] = question_types.names("extra")
+RELATION_TYPES: tuple[str, ...] = question_types.names("relation")
 RelationType = Literal[
     "relation_complementary_all", "relation_complementary_any", "relation_nuanced_temporal",
     "relation_nuanced_contextual", "relation_contradictory",

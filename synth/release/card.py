@@ -10,11 +10,12 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from synth.config import question_types
 from synth.quality import rules
 from synth.release.view import PersonaView, dict_list, read_json, record_language, text
 
 ASSETS = Path(__file__).parent / "assets"
-TYPES = ("factual", "comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "unanswerable")
+TYPES = question_types.names("clonemem")  # a card names those of CloneMem's eight a dataset lacks
 # what the card shows of dataset.json's `validity` (a dataset recorded before one of them existed is recomputed)
 VALIDITY_KEYS = {"blind_accuracy", "blind_accuracy_answerable", "blind_picks", "blind_by_type", "blind_flagged_types",
                  "positions", "position_balance_ok", "correct_is_longest_rate", "correct_is_longest_ok",

@@ -81,7 +81,7 @@ def closest_in_length(texts: list[str], target: int, count: int) -> list[str]:
 def arrange(qa: QA, distractors: list[str], language: str, position: int) -> tuple[list[Choice], str]:
     """A–D and E. Unanswerable: the four distractors fill A–D and E is correct. Otherwise the answer sits at its
     seeded position among the three distractors closest to it in length, and E is a fifth wrong option."""
-    if qa.question_type == "unanswerable":
+    if not rules.answerable(qa.question_type):
         texts, correct = list(distractors[:4]), "E"
     else:
         texts = closest_in_length(list(distractors), len(qa.answer), 3)
@@ -138,7 +138,7 @@ def first_date(trace_ids: list[str], traces: dict[str, Trace]) -> str:
 
 def option_chars(qa: QA, language: str) -> int:
     """How long each option should be: the answer's length; for unanswerable items, option E's."""
-    return len(CANNOT_DETERMINE[language]) if qa.question_type == "unanswerable" else len(qa.answer)
+    return len(CANNOT_DETERMINE[language]) if not rules.answerable(qa.question_type) else len(qa.answer)
 
 
 def write_tokens(qa: QA, language: str) -> int:
@@ -154,7 +154,7 @@ def write_variables(qa: QA, persona: Persona, arcs: list[LifeArc], traces: dict[
     return {
         "persona": persona, "arcs": arcs, "question_type": qa.question_type, "dimension": qa.dimension,
         "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
-        "answer": qa.answer, "unanswerable": qa.question_type == "unanswerable",
+        "answer": qa.answer, "unanswerable": not rules.answerable(qa.question_type),
         "cannot_determine": CANNOT_DETERMINE[language], "evidence": evidence,
         "traces": trace_excerpts([t for t in qa.digital_trace_ids if t in traces], traces, section),
         "target_chars": option_chars(qa, language), "feedback": feedback,
@@ -174,7 +174,7 @@ def verify_variables(qa: QA, choices: list[Choice], correct: str, traces: dict[s
     evidence = [{"date": first_date(e.digital_trace_ids, traces), "statement": e.statement} for e in qa.evidence]
     return {"question": qa.question, "question_time": qa.question_time.isoformat(timespec="minutes"),
             "choices": [c.model_dump() for c in choices], "correct": correct,
-            "unanswerable": qa.question_type == "unanswerable", "evidence": evidence,
+            "unanswerable": not rules.answerable(qa.question_type), "evidence": evidence,
             "traces": trace_excerpts(shown, traces, section),
             "style_of": qa.profile.member if qa.profile is not None else ""}
 
@@ -228,7 +228,7 @@ class Refiner:
         self.traces = ctx.traces_by_id
         self.section: DistractorsSettings = ctx.section
         self.rounds = max(1, self.section.rounds)
-        answerable = [qa.id for qa in items if qa.question_type != "unanswerable"]
+        answerable = [qa.id for qa in items if rules.answerable(qa.question_type)]
         self.positions = balanced_positions(answerable)
         # a balanced quarter of the items may keep the key as the longest option (chance level, not zero)
         self.may_be_longest = {qa_id for qa_id, slot in balanced_positions(answerable, "longest").items() if slot == 0}
@@ -237,7 +237,7 @@ class Refiner:
     def shown_traces(self, qa: QA) -> list[str]:
         if qa.profile is not None:  # the style's evidence too: the chat days where the member spoke
             return [t for t in dict.fromkeys([*qa.digital_trace_ids, *qa.profile.style_trace_ids]) if t in self.traces]
-        if qa.question_type != "unanswerable":
+        if rules.answerable(qa.question_type):
             return [t for t in qa.digital_trace_ids if t in self.traces]
         if self._related is None:
             self._related = RelatedTraces(self.ctx.traces)
@@ -326,6 +326,6 @@ STAGE = Stage(
     tasks=("distractors", "distractors_validate", "distractors_verify"),
     judges=("distractors_validate", "distractors_verify"),
     body=run,
-    help="Four distractors per question, rewritten while a give-away rule, the no-context validator or the verify "
-         "judge finds fault.",
+    help="mcq.jsonl: four distractors per question, rewritten while a give-away rule, the no-context validator or "
+         "the verify judge finds fault",
 )

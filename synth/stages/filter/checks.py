@@ -8,15 +8,22 @@ import re
 import unicodedata
 from collections import Counter
 
+from synth.config import question_types
 from synth.quality import rules
 from synth.quality.validity import answerable, distractor_texts, option_text
 from synth.records import MCQ, Trace
 
-# relation items needing every variant (complementary all) or the conflict between them (contradictory): one session
-# alone must not give the key away
-MULTI_POINT = ("comparison", "trajectory", "pattern", "causal", "counterfactual", "inference", "temporal_duration",
-               "written_spoken", "relation_complementary_all", "relation_contradictory")
-SPANNING = ("comparison", "trajectory")  # their evidence must also span min_span_days over two or more traces
+
+def multi_point(question_type: str) -> bool:
+    """Its answer needs several traces (the spec says): one of them alone must not give the key away."""
+    spec = question_types.get(question_type)
+    return spec is not None and spec.multi_point
+
+
+def spanning(question_type: str) -> bool:
+    """Its evidence must also span min_span_days over two or more traces (the spec says)."""
+    spec = question_types.get(question_type)
+    return spec is not None and spec.spanning
 
 
 def _choices(item: MCQ) -> list[tuple[str, str]]:
@@ -136,7 +143,7 @@ def single_answer_problem(item: MCQ) -> str:
 
 def span_problem(item: MCQ, traces: dict[str, Trace], min_days: int) -> str:
     """Comparison and trajectory items compare points in time: their traces must span `min_days`, two or more."""
-    if item.question_type not in SPANNING:
+    if not spanning(item.question_type):
         return ""
     times = sorted(traces[t].time for t in needed_traces(item) if t in traces)
     if len(times) < 2:
@@ -163,7 +170,7 @@ def centrality_problem(item: MCQ, margin: float) -> str:
     return ""
 
 
-def profile_problem(item: MCQ) -> str:
+def profile_problem(item: MCQ, traces: dict[str, Trace] | None = None) -> str:
     """EverMemBench's 2×2, model-free (synth.quality.rules.profile_problems): each option's cell, claimed style and fact,
     the both-right option at the key's letter, each option's text where its letter says."""
     if item.question_type != "profile_style":
@@ -180,3 +187,8 @@ def medium_span_check(item: MCQ, traces: dict[str, Trace]) -> str:
     if item.question_type != "written_spoken":
         return ""
     return rules.medium_span_problem(traces[t].medium for t in needed_traces(item) if t in traces)
+
+
+# the model-free rules of two extra types, named as the filter stage's verdicts name them
+question_types.attach("profile_style", filter_rule=("profile_2x2", profile_problem))
+question_types.attach("written_spoken", filter_rule=("medium_span", medium_span_check))

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import pkgutil
 from collections.abc import Sequence
 from functools import lru_cache, partial
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from synth.config import question_types
 from synth.config.settings import QASettings
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life import relations
 from synth.life.windows import (
-    MIN_DAYS,
-    MIN_EVIDENCE,
     Segment,
     SegmentEvidence,
     arc_states,
@@ -25,11 +26,13 @@ from synth.life.windows import (
 from synth.quality.rules import strip_timestamps
 from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
-from synth.stages.qa.duration import duration_items
-from synth.stages.qa.mixed import mixed_items
-from synth.stages.qa.profile import profile_items
 
 HOURS = (7, 22)  # a friend asks between breakfast and bedtime
+
+# Every module of this package is imported: each question type made by its own code (duration, profile, mixed, and
+# any type added as a module here) attaches or registers its spec as it is imported (synth.config.question_types).
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 
 @lru_cache(maxsize=None)
@@ -85,12 +88,13 @@ def visible_traces(item: SegmentEvidence, segment: Segment) -> list[str]:
 def gate(question_type: str, segment: Segment, chosen: list[int]) -> str:
     """Why a feasible-looking plan still cannot carry its type ('' when it can): evidence-gated generation."""
     picked = [segment.evidence[i - 1] for i in chosen]
-    if question_type == "unanswerable":
+    spec = question_types.get(question_type) or question_types.QuestionTypeSpec(question_type, "extra")
+    if not spec.answerable:
         return ""
-    if len(picked) < min(MIN_EVIDENCE.get(question_type, 1), 2):
-        return f"{question_type} needs at least {min(MIN_EVIDENCE.get(question_type, 1), 2)} evidence"
-    if len({e.time.date() for e in picked}) < MIN_DAYS.get(question_type, 1):
-        return f"{question_type} needs evidence from {MIN_DAYS[question_type]} different days"
+    if len(picked) < min(spec.min_evidence, 2):
+        return f"{question_type} needs at least {min(spec.min_evidence, 2)} evidence"
+    if len({e.time.date() for e in picked}) < spec.min_days:
+        return f"{question_type} needs evidence from {spec.min_days} different days"
     return ""
 
 
@@ -180,7 +184,7 @@ def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen:
     """Why a plan answer cannot be written ('' when it can): the model's verdict first, then the gates."""
     if not answer.feasible:
         return "the model judged it infeasible"
-    if question_type == "unanswerable" and not answer.absent_topic.strip():
+    if not question_types.answerable(question_type) and not answer.absent_topic.strip():
         return "no absent topic"
     return gate(question_type, segment, chosen)
 
@@ -221,7 +225,7 @@ def question_base(question_type: str, segment: Segment, needed: dict[str, list[s
     """The time a question is asked after: the newest trace it needs; an unanswerable one is asked after the
     related background it lacks (the segment's newest evidence), and after the background traces it keeps."""
     times = [traces[t].time for t in trace_ids_of(needed)]
-    if question_type == "unanswerable":
+    if not question_types.answerable(question_type):
         times += [e.time for e in segment.evidence]
     return max(times)
 
@@ -249,7 +253,7 @@ def build_qa(answer: BaseModel, plan: Plan, segment: Segment, arc: LifeArc, pers
              needed: dict[str, list[str]]) -> QA:
     """The item written from a write answer, asked at `asked`. An unanswerable item keeps the plan's evidence as
     its related background (`background=True`; it does not answer the question), so its traces are gold too."""
-    background = plan.question_type == "unanswerable"
+    background = not question_types.answerable(plan.question_type)
     refs = [
         EvidenceRef(statement=e.statement, evidence_id=e.evidence_id, digital_trace_ids=needed[e.evidence_id],
                     background=background)
@@ -267,7 +271,12 @@ def build_qa(answer: BaseModel, plan: Plan, segment: Segment, arc: LifeArc, pers
 # ------------------------------------------------------------------------------------------------ stage
 
 class Planner:
-    """Everything the plan and write units of one persona share; its `plan` and `write` are the units."""
+    """Everything the plan and write units of one persona share; its `plan` and `write` are the units. A type's
+    own `make` reads its context from here (ctx, section, persona, arc_by_id, traces, arc_items, last_day, common,
+    hours, answer_model)."""
+
+    hours = HOURS
+    answer_model = staticmethod(write_model)  # (max answer chars) -> the answer model of a question and answer
 
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
@@ -314,8 +323,10 @@ def write_key(plan: Plan, segment: Segment) -> str:
 
 async def run(ctx: StageContext) -> dict[str, list]:
     planner = Planner(ctx)
-    types = [t for t in ctx.section.types if t in MIN_EVIDENCE]
-    picks = candidates(planner.segments, types, ctx.section.plans_per_type)
+    planned_types = set(question_types.names(made_by="qa")) - {s.name for s in question_types.specs() if s.make}
+    types = [t for t in ctx.section.types if t in planned_types]
+    dimensions = {a.id: a.dimension for a in ctx.arcs}
+    picks = candidates(planner.segments, types, ctx.section.plans_per_type, dimensions)
     # One type at a time (its segments concurrently): a type's planner sees what the earlier types planned on the
     # same arc, so two types do not build the same item from the same evidence. Deterministic and resumable: the
     # earlier plans come from the journal.
@@ -332,12 +343,11 @@ async def run(ctx: StageContext) -> dict[str, list]:
                     planned.setdefault(s.arc_id, []).append(planned_outline(found[0], s))
     chosen = choose_plans(picks, plans, ctx.section.target_per_type)
     await ctx.units([(write_key(p, s), partial(planner.write, p, s)) for p, s in chosen])
-    durations = await duration_items(ctx, planner.arc_items, planner.arc_by_id, planner.common, planner.traces,
-                                     planner.last_day, HOURS)
-    profiles = await profile_items(ctx, planner.common, planner.arc_by_id, planner.last_day, HOURS)
-    mixed = await mixed_items(ctx, planner.common, planner.arc_by_id, planner.last_day, HOURS, write_model)
     items = [qa for p, s in chosen for qa in ctx.done_records(write_key(p, s), "qa.jsonl", QA) or []]
-    items += durations + profiles + mixed
+    # the types made by their own code, in the registry's order, each when `[qa] types` lists it
+    for spec in question_types.specs(made_by="qa"):
+        if spec.make is not None and spec.name in ctx.section.types and ctx.section.target_per_type > 0:
+            items += await spec.make(ctx, planner)
     if relations.wanted(ctx.settings.variants) and (ctx.dir / "variants.jsonl").is_file():
         items += relations.relation_items(ctx.read("variants.jsonl"))  # written by `synth variants` (no call here)
     return {"qa.jsonl": [without_timestamps(qa) for qa in items]}
@@ -355,11 +365,13 @@ STAGE = Stage(
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "events.jsonl", "evidence.jsonl",
            "traces.jsonl"),
     writes=("qa.jsonl",),
-    templates=("qa_plan.j2", "qa_write.j2", "qa_duration.j2", "qa_profile.j2", "qa_mixed.j2"),
+    templates=("qa_plan.j2", "qa_write.j2",
+               *dict.fromkeys(t for spec in question_types.specs(made_by="qa") for t in spec.templates)),
     tasks=("qa_plan", "qa_write"),
     body=run,
     # profile_style items, when the persona has group chats; the relation items of the kept variant sets
     optional_reads=("groups.jsonl", "chats.jsonl", "variants.jsonl"),
-    help="Sliding-window trajectory segments per life arc → plan → question and first-person answer.",
+    help="qa.jsonl: sliding-window trajectory segments per life arc → plan → question and first-person answer, "
+         "in each type `[qa] types` lists",
     config_keys=("variants",),  # whether the kept variant sets' relation items join
 )

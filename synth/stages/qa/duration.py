@@ -9,13 +9,18 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from synth.config import question_types
 from synth.engine.stage import Records, StageContext
 from synth.life.windows import SegmentEvidence
 from synth.records import QA, Event, Evidence, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
+
+if TYPE_CHECKING:
+    from synth.stages.qa import Planner
 
 DURATION = "temporal_duration"
 # The later moment's date minus the earlier one's, in calendar days: the first day is not counted (5th → 8th is 3).
@@ -115,10 +120,11 @@ async def write_one(ctx: StageContext, pair: DurationPair, arc: LifeArc, common:
     return {"qa.jsonl": [build_item(pair, arc, answer.question, asked, unit, ctx.persona.id)]}
 
 
-async def duration_items(ctx: StageContext, arc_items: dict[str, list[SegmentEvidence]], arcs: dict[str, LifeArc],
-                         common: dict, traces: dict[str, Trace], last_day: dt.date, hours: tuple[int, int]) -> list[QA]:
+async def duration_items(ctx: StageContext, planner: Planner) -> list[QA]:
     """The stage's temporal-duration items (when `temporal_duration` is among `[qa] types`)."""
     section = ctx.section
+    arc_items, arcs, common, traces = planner.arc_items, planner.arc_by_id, planner.common, planner.traces
+    last_day, hours = planner.last_day, planner.hours
     if DURATION not in section.types or section.target_per_type <= 0:
         return []
     dated = {arc_id: dated_on_the_day(items, ctx.evidence, ctx.events) for arc_id, items in arc_items.items()}
@@ -128,3 +134,6 @@ async def duration_items(ctx: StageContext, arc_items: dict[str, list[SegmentEvi
                                    asked_at(p, section.max_question_delay_days, hours, last_day)))
                      for key, p in zip(keys, pairs, strict=True)])
     return [qa for key in keys for qa in ctx.done_records(key, "qa.jsonl", QA) or []]
+
+
+question_types.attach(DURATION, make=duration_items)

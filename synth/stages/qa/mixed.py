@@ -6,17 +6,22 @@ both; a model-free check (synth.quality.rules.medium_span_problem) holds the ite
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from synth.config import question_types
 from synth.engine.stage import Records, StageContext
 from synth.quality import rules
 from synth.records import QA, Evidence, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
 from synth.stages.qa.duration import _rank, arc_for, seeded_time
+
+if TYPE_CHECKING:
+    from synth.stages.qa import Planner
 
 MIXED = "written_spoken"
 
@@ -92,15 +97,18 @@ class MixedWriter:
         return {"qa.jsonl": [build_item(pair, arc, answer, asked, self.ctx.persona.id)]}
 
 
-async def mixed_items(ctx: StageContext, common: dict, arcs: dict[str, LifeArc], last_day: dt.date,
-                      hours: tuple[int, int], answer_model: Callable[[int], type[BaseModel]]) -> list[QA]:
+async def mixed_items(ctx: StageContext, planner: Planner) -> list[QA]:
     """The stage's written-and-spoken items (when `written_spoken` is among `[qa] types` and the persona has both
     kinds of trace)."""
     section = ctx.section
     if MIXED not in section.types or section.target_per_type <= 0:
         return []
     pairs = mixed_pairs(ctx.traces, ctx.evidence, section.target_per_type)
-    writer = MixedWriter(ctx, common, arcs, last_day, hours, answer_model(section.max_answer_chars[ctx.language]))
+    writer = MixedWriter(ctx, planner.common, planner.arc_by_id, planner.last_day, planner.hours,
+                         planner.answer_model(section.max_answer_chars[ctx.language]))
     keys = [f"mixed/{p.spoken.id}/{p.written.id}" for p in pairs]
     await ctx.units([(key, partial(writer.write, p)) for key, p in zip(keys, pairs, strict=True)])
     return [qa for key in keys for qa in ctx.done_records(key, "qa.jsonl", QA) or []]
+
+
+question_types.attach(MIXED, make=mixed_items)

@@ -10,9 +10,11 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, create_model
 
+from synth.config import question_types
 from synth.engine.stage import Records, StageContext
 from synth.life.spoken import format_line
 from synth.quality import rules
@@ -31,6 +33,9 @@ from synth.records import (
     mint_id,
 )
 from synth.stages.qa.duration import _rank, arc_for, seeded_time
+
+if TYPE_CHECKING:
+    from synth.stages.qa import Planner
 
 PROFILE = "profile_style"
 
@@ -180,8 +185,7 @@ def spoken_records(ctx: StageContext) -> tuple[list[Group], list[ChatDay]]:
     return ctx.read("groups.jsonl"), ctx.read("chats.jsonl")
 
 
-async def profile_items(ctx: StageContext, common: dict, arcs: dict[str, LifeArc], last_day: dt.date,
-                        hours: tuple[int, int]) -> list[QA]:
+async def profile_items(ctx: StageContext, planner: Planner) -> list[QA]:
     """The stage's profile items (when `profile_style` is among `[qa] types` and the persona has group chats)."""
     section = ctx.section
     if PROFILE not in section.types or section.target_per_type <= 0:
@@ -189,7 +193,10 @@ async def profile_items(ctx: StageContext, common: dict, arcs: dict[str, LifeArc
     groups, chats = spoken_records(ctx)
     anchors = profile_anchors(groups, chats, set(ctx.traces_by_id), section.target_per_type,
                               section.profile_min_days, section.profile_lines)
-    writer = ProfileWriter(ctx, common, arcs, last_day, hours)
+    writer = ProfileWriter(ctx, planner.common, planner.arc_by_id, planner.last_day, planner.hours)
     keys = [f"profile/{a.group.id}/{a.member.person_id}" for a in anchors]
     await ctx.units([(key, partial(writer.write, a)) for key, a in zip(keys, anchors, strict=True)])
     return [qa for key in keys for qa in ctx.done_records(key, "qa.jsonl", QA) or []]
+
+
+question_types.attach(PROFILE, make=profile_items)
