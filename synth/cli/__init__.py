@@ -290,17 +290,11 @@ def export_command(out: Out = None, preset: Preset = None, format: Annotated[str
 
         out_console.print(str(export_hf(_out(out, preset))))
         return
-    if format in ("longmemeval", "locomo"):
-        from synth.release.locomo import export_locomo
-        from synth.release.longmemeval import export_longmemeval
+    if format in ("lifedial", "evermem", "longmemeval", "locomo"):
+        from synth.release import locomo, longmemeval, seed_layouts
 
-        for path in (export_longmemeval if format == "longmemeval" else export_locomo)(_out(out, preset)):
-            out_console.print(str(path))
-        return
-    if format in ("lifedial", "evermem"):
-        from synth.release.seed_layouts import export_spoken
-
-        for path in export_spoken(_out(out, preset), format):
+        writers = {"longmemeval": longmemeval.export_longmemeval, "locomo": locomo.export_locomo}
+        for path in writers.get(format, lambda o: seed_layouts.export_spoken(o, format))(_out(out, preset)):
             out_console.print(str(path))
         return
     if format != "clonemem":

@@ -18,6 +18,9 @@ LME_TURN_FIELDS = ("role", "content")  # plus `has_answer: true` on the turns th
 LME_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference", "temporal-reasoning",
              "knowledge-update", "multi-session")
 ABS_SUFFIX = "_abs"  # LongMemEval marks an abstention (unanswerable) question by this end of its id
+# LongMemEval's retrieval code takes a session for gold when its id contains "answer" (and only then): an instance
+# names its evidence sessions `answer_<trace id>` (a trace id, a uuid, never contains the word)
+ANSWER_PREFIX = "answer_"
 # synth's type → LongMemEval's; a type not listed (one added later) is multi-session
 LME_TYPE_OF = {
     "factual": "single-session-user", "comparison": "multi-session", "trajectory": "knowledge-update",

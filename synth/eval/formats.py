@@ -85,6 +85,14 @@ def _text(value) -> bool:
     return isinstance(value, str)
 
 
+def _iso(value: str) -> bool:
+    try:
+        dt.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
 # ------------------------------------------------------------------------------------------------- LongMemEval
 
 
@@ -117,33 +125,10 @@ def _lme_instance(path: Path, where: str, raw) -> EvalPersona:
     asked = parse_lme_date(raw["question_date"])
     if asked is None:
         raise bad("question_date", f"{raw['question_date']!r} is not a date like '2023/05/30 (Tue) 23:40'")
-    ids, dates, sessions = raw["haystack_session_ids"], raw["haystack_dates"], raw["haystack_sessions"]
-    for name, value in (("haystack_session_ids", ids), ("haystack_dates", dates), ("haystack_sessions", sessions),
-                        ("answer_session_ids", raw["answer_session_ids"])):
-        if not isinstance(value, list):
-            raise bad(name, f"must be a list, not {type(value).__name__}")
-    if not len(ids) == len(dates) == len(sessions):
-        raise bad("haystack_dates", f"{len(ids)} session ids, {len(dates)} dates and {len(sessions)} sessions")
-    traces, seen = [], set()
+    traces = _lme_traces(raw, bad)
     extra = _block(raw)
-    media = extra.get("haystack_media") if isinstance(extra.get("haystack_media"), list) else []
-    for j, (sid, date, turns) in enumerate(zip(ids, dates, sessions)):
-        if not _text(sid) or not sid or sid in seen:
-            raise bad(f"haystack_session_ids[{j}]", "missing or repeated session id")
-        seen.add(sid)
-        when = parse_lme_date(date)
-        if when is None:
-            raise bad(f"haystack_dates[{j}]", f"{date!r} is not a date like '2023/05/30 (Tue) 23:40'")
-        if not isinstance(turns, list):
-            raise bad(f"haystack_sessions[{j}]", "must be a list of turns")
-        for k, turn in enumerate(turns):
-            if not isinstance(turn, dict) or not _text(turn.get("content")) or not _text(turn.get("role")):
-                raise bad(f"haystack_sessions[{j}][{k}]", "a turn needs text 'role' and 'content'")
-        medium = str(media[j]) if j < len(media) else ""
-        traces.append(EvalTrace(id=sid, medium=medium, time=when, content="\n".join(t["content"] for t in turns),
-                                event_date=date))
+    by_id = dict(zip(raw["haystack_session_ids"], raw["haystack_sessions"], strict=True))
     answer_ids = [str(s) for s in raw["answer_session_ids"]]
-    by_id = dict(zip(ids, sessions))
     if isinstance(extra.get("evidence"), list):
         evidence = [{"statement": e.get("statement", ""), "digital_trace_ids": e.get("session_ids") or [],
                      "background": bool(e.get("background"))} for e in extra["evidence"] if isinstance(e, dict)]
@@ -162,6 +147,36 @@ def _lme_instance(path: Path, where: str, raw) -> EvalPersona:
     language = extra.get("language") or _guess_language([raw["question"], *(t.content for t in traces)])
     return EvalPersona(key=raw["question_id"], name=str(extra.get("persona_name") or ""), language=language,
                        traces=_by_time(traces), questions=[question])
+
+
+def _lme_traces(raw: dict, bad) -> list[EvalTrace]:
+    """The haystack's sessions as traces (checked: parallel lists, dated, turns with role and content)."""
+    ids, dates, sessions = raw["haystack_session_ids"], raw["haystack_dates"], raw["haystack_sessions"]
+    for name, value in (("haystack_session_ids", ids), ("haystack_dates", dates), ("haystack_sessions", sessions),
+                        ("answer_session_ids", raw["answer_session_ids"])):
+        if not isinstance(value, list):
+            raise bad(name, f"must be a list, not {type(value).__name__}")
+    if not len(ids) == len(dates) == len(sessions):
+        raise bad("haystack_dates", f"{len(ids)} session ids, {len(dates)} dates and {len(sessions)} sessions")
+    traces, seen = [], set()
+    media = _block(raw).get("haystack_media")
+    media = media if isinstance(media, list) else []
+    for j, (sid, date, turns) in enumerate(zip(ids, dates, sessions, strict=True)):
+        if not _text(sid) or not sid or sid in seen:
+            raise bad(f"haystack_session_ids[{j}]", "missing or repeated session id")
+        seen.add(sid)
+        when = parse_lme_date(date)
+        if when is None:
+            raise bad(f"haystack_dates[{j}]", f"{date!r} is not a date like '2023/05/30 (Tue) 23:40'")
+        if not isinstance(turns, list):
+            raise bad(f"haystack_sessions[{j}]", "must be a list of turns")
+        for k, turn in enumerate(turns):
+            if not isinstance(turn, dict) or not _text(turn.get("content")) or not _text(turn.get("role")):
+                raise bad(f"haystack_sessions[{j}][{k}]", "a turn needs text 'role' and 'content'")
+        medium = str(media[j]) if j < len(media) else ""
+        traces.append(EvalTrace(id=sid, medium=medium, time=when, content="\n".join(t["content"] for t in turns),
+                                event_date=date))
+    return traces
 
 
 # ------------------------------------------------------------------------------------------------------ LoCoMo
@@ -184,10 +199,32 @@ def _session_text(turns: list[dict], times: list | None, medium_known: bool) -> 
     is its one turn's text; a LoCoMo session is `speaker: text` per turn."""
     if times and any(times):
         return "\n".join(format_line(Utterance(speaker=t["speaker"], time=dt.datetime.fromisoformat(when),
-                                               text=t["text"])) for t, when in zip(turns, times))
+                                               text=t["text"])) for t, when in zip(turns, times, strict=True))
     if medium_known:
         return "\n".join(t["text"] for t in turns)
     return "\n".join(f"{t['speaker']}: {t['text']}" for t in turns)
+
+
+def _locomo_traces(conversation: dict, numbers: list[int], extra: dict, bad) -> tuple[list[EvalTrace], dict]:
+    """The sessions as traces (checked: lists of turns with speaker, dia_id and text), and session N → trace id."""
+    known = extra.get("sessions") if isinstance(extra.get("sessions"), dict) else {}
+    traces, trace_of = [], {}
+    for n in numbers:
+        turns = conversation[f"session_{n}"]
+        if not isinstance(turns, list):
+            raise bad(f"conversation.session_{n}", "must be a list of turns")
+        for k, turn in enumerate(turns):
+            if not isinstance(turn, dict) or not all(_text(turn.get(f)) for f in ("speaker", "dia_id", "text")):
+                raise bad(f"conversation.session_{n}[{k}]", "a turn needs text 'speaker', 'dia_id' and 'text'")
+        mine = known.get(f"session_{n}") if isinstance(known.get(f"session_{n}"), dict) else {}
+        times = mine.get("times") if isinstance(mine.get("times"), list) and len(mine["times"]) == len(turns) else None
+        if times and not all(t is None or (_text(t) and _iso(t)) for t in times):
+            raise bad(f"synth.sessions.session_{n}.times", "each time must be ISO (2024-03-05T09:12:00) or null")
+        trace_of[n] = str(mine.get("trace_id") or f"session_{n}")
+        date = conversation.get(f"session_{n}_date_time")
+        traces.append(EvalTrace(id=trace_of[n], medium=str(mine.get("medium") or ""), time=parse_locomo_date(date),
+                                content=_session_text(turns, times, bool(mine)), event_date=str(date or "")))
+    return traces, trace_of
 
 
 def _locomo_sample(path: Path, where: str, raw, index: int) -> EvalPersona:
@@ -204,22 +241,8 @@ def _locomo_sample(path: Path, where: str, raw, index: int) -> EvalPersona:
     for name in ("speaker_a", "speaker_b"):
         if not _text(conversation.get(name)):
             raise bad(f"conversation.{name}", "missing or not text")
-    known = (_block(raw).get("sessions") if isinstance(_block(raw).get("sessions"), dict) else {})
     numbers = sorted(int(m.group(1)) for key in conversation if (m := SESSION_KEY.match(key)))
-    traces, trace_of = [], {}
-    for n in numbers:
-        turns = conversation[f"session_{n}"]
-        if not isinstance(turns, list):
-            raise bad(f"conversation.session_{n}", "must be a list of turns")
-        for k, turn in enumerate(turns):
-            if not isinstance(turn, dict) or not all(_text(turn.get(f)) for f in ("speaker", "dia_id", "text")):
-                raise bad(f"conversation.session_{n}[{k}]", "a turn needs text 'speaker', 'dia_id' and 'text'")
-        mine = known.get(f"session_{n}") if isinstance(known.get(f"session_{n}"), dict) else {}
-        times = mine.get("times") if isinstance(mine.get("times"), list) and len(mine["times"]) == len(turns) else None
-        trace_of[n] = str(mine.get("trace_id") or f"session_{n}")
-        date = conversation.get(f"session_{n}_date_time")
-        traces.append(EvalTrace(id=trace_of[n], medium=str(mine.get("medium") or ""), time=parse_locomo_date(date),
-                                content=_session_text(turns, times, bool(mine)), event_date=str(date or "")))
+    traces, trace_of = _locomo_traces(conversation, numbers, _block(raw), bad)
 
     def sessions_of(dia_ids: list) -> list[str]:
         found = [trace_of[int(m.group(1))] for d in dia_ids for m in _DIA.finditer(str(d)) if int(m.group(1)) in trace_of]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from synth.core.bench_formats import ABS_SUFFIX, SYNTH_KEY, lme_date, lme_type
+from synth.core.bench_formats import ABS_SUFFIX, ANSWER_PREFIX, SYNTH_KEY, lme_date, lme_type
 from synth.core.errors import InputError
 from synth.core.jsonl import staged_dir
 from synth.records import FinalItem
@@ -21,9 +21,11 @@ from synth.release.sessions import (
 )
 
 
-def _turns(session: Session, marked: set[int]) -> list[dict]:
+def _turns(session: Session, marked: set[int] | None) -> list[dict]:
+    """The session's turns; in an evidence session (`marked` not None) every turn says `has_answer`, true or false,
+    as LongMemEval's own retrieval code expects of its evidence sessions."""
     return [{"role": "user" if turn.own else "assistant", "content": turn.line,
-             **({"has_answer": True} if i in marked else {})} for i, turn in enumerate(session.turns)]
+             **({"has_answer": i in marked} if marked is not None else {})} for i, turn in enumerate(session.turns)]
 
 
 def instance(data: PersonaData, item: FinalItem, oracle: bool = False) -> dict:
@@ -35,25 +37,29 @@ def instance(data: PersonaData, item: FinalItem, oracle: bool = False) -> dict:
     haystack = [s for s in visible if s.trace.id in wanted] if oracle else visible
     shown = {s.trace.id for s in haystack}
     unanswerable = item.question_type == "unanswerable"
+
+    def sid(trace_id: str) -> str:
+        return ANSWER_PREFIX + trace_id if trace_id in wanted else trace_id
+
     return {
         "question_id": item.id + (ABS_SUFFIX if unanswerable else ""),
         "question_type": lme_type(item.question_type),
         "question": item.question,
         "answer": item.answer,
         "question_date": lme_date(item.question_time),
-        "haystack_session_ids": [s.trace.id for s in haystack],
+        "haystack_session_ids": [sid(s.trace.id) for s in haystack],
         "haystack_dates": [lme_date(s.trace.time) for s in haystack],
-        "haystack_sessions": [_turns(s, set(evidence_turns(s, item)) if s.trace.id in wanted else set())
+        "haystack_sessions": [_turns(s, set(evidence_turns(s, item)) if s.trace.id in wanted else None)
                               for s in haystack],
-        "answer_session_ids": [t for t in gold if t in shown],
+        "answer_session_ids": [sid(t) for t in gold if t in shown],
         SYNTH_KEY: {
             **synth_item_fields(item, data.persona),
             "haystack_media": [s.trace.medium for s in haystack],
             # the evidence as synth groups it (a statement and its traces); unanswerable items: their background
             "evidence": [{"statement": e.statement, "evidence_id": e.evidence_id,
-                          "session_ids": list(e.digital_trace_ids), "background": e.background or unanswerable}
-                         for e in item.evidence],
-            "digital_trace_ids": list(item.digital_trace_ids),
+                          "session_ids": [sid(t) for t in e.digital_trace_ids],
+                          "background": e.background or unanswerable} for e in item.evidence],
+            "digital_trace_ids": [sid(t) for t in item.digital_trace_ids],
         },
     }
 
