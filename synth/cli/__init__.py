@@ -285,7 +285,8 @@ def validate_command(out: Out = None, preset: Preset = None) -> None:
 def export_command(out: Out = None, preset: Preset = None, format: Annotated[str, typer.Option("--format")] = "clonemem") -> None:
     """Write export/clonemem/<size>/<persona_id>_benchmark_<lang>.json from final.jsonl and the traces; --format hf
     writes export/hf/ (Parquet configs and a dataset card, loadable with datasets.load_dataset); --format lifedial
-    and --format evermem write the spoken sources in LifeDialBench's and EverMemBench's layouts."""
+    and --format evermem write the spoken sources in LifeDialBench's and EverMemBench's layouts; --format longmemeval
+    and --format locomo write export/longmemeval/ and export/locomo/ in those benchmarks' formats."""
     from synth.release.clonemem import export_dataset
 
     if format == "hf":
@@ -293,16 +294,17 @@ def export_command(out: Out = None, preset: Preset = None, format: Annotated[str
 
         out_console.print(str(export_hf(_out(out, preset))))
         return
-    if format in ("lifedial", "evermem"):
-        from synth.release.seed_layouts import export_spoken
+    if format in ("lifedial", "evermem", "longmemeval", "locomo"):
+        from synth.release import locomo, longmemeval, seed_layouts
 
-        for path in export_spoken(_out(out, preset), format):
+        writers = {"longmemeval": longmemeval.export_longmemeval, "locomo": locomo.export_locomo}
+        for path in writers.get(format, lambda o: seed_layouts.export_spoken(o, format))(_out(out, preset)):
             out_console.print(str(path))
         return
     if format != "clonemem":
         from synth.core.errors import InputError
 
-        raise InputError(f"--format: unknown format '{format}' (choose clonemem, hf, lifedial or evermem)")
+        raise InputError(f"--format: unknown format '{format}' (choose clonemem, hf, lifedial, evermem, longmemeval or locomo)")
     paths = export_dataset(_out(out, preset))
     for path in paths:
         out_console.print(str(path))
@@ -374,7 +376,8 @@ app.add_typer(eval_app, name="eval")
 @guarded
 def eval_command(
     ctx: typer.Context,
-    data: Annotated[Optional[Path], typer.Option("--data", help="A synth dataset dir, or CloneMem release files.")] = None,
+    data: Annotated[Optional[Path], typer.Option("--data", help="A synth dataset dir, CloneMem release files, or a LongMemEval or LoCoMo file.")] = None,
+    data_format: Annotated[Optional[str], typer.Option("--data-format", help="synth | clonemem | lifedial | evermem | longmemeval | locomo (default: detected).")] = None,
     system: Annotated[str, typer.Option("--system", help=_EVAL_HELP["system"])] = "flat",
     retriever: Annotated[Optional[str], typer.Option("--retriever", help=_EVAL_HELP["retriever"])] = None,
     k: Annotated[int, typer.Option("--k")] = 10,
@@ -403,7 +406,7 @@ def eval_command(
     run_eval(data=data, system=system, k=k, answerer_provider=answerer_provider, answerer_model=answerer_model,
              judge_provider=judge_provider, judge_model=judge_model, base_url=base_url, embed_model=embed_model,
              offline=offline, out=out, plot=plot, limit=limit, concurrency=concurrency, console=out_console,
-             retriever=retriever, embedder=embedder)
+             retriever=retriever, embedder=embedder, data_format=data_format)
 
 
 @eval_app.command("compare")

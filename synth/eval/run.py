@@ -17,8 +17,9 @@ from synth.config import conf
 from synth.core.errors import InputError
 from synth.core.jsonl import write_json_atomic
 from synth.eval.backbone import Backbone, LoopThread
-from synth.eval.data import EvalSet, load_eval_set
+from synth.eval.data import EvalSet
 from synth.eval.embed import EMBEDDERS, LOCAL_EMBEDDER, CachedEmbedder, VectorCache, make_embedder
+from synth.eval.formats import load_data
 from synth.eval.index import RETRIEVERS
 from synth.eval.plots import write_plots
 from synth.eval.protocol import IngestCost, Retrieval, retrieve_all
@@ -33,6 +34,11 @@ from synth.llm.providers import provider_factory
 _RUN_IDENTITY = ("data", "protocol", "system", "k", "answerer", "judge", "embed_model", "retriever")
 _USES_RETRIEVER = ("flat", "memory")
 _USES_EMBEDDER = ("mem0", "tree")
+# what a question sees in the formats whose own rules decide it (summary.json says so)
+_QUESTION_TIME = {
+    "longmemeval": "each instance is its own persona: its haystack, asked at its question_date",
+    "locomo": "LoCoMo has no question time: every question sees the whole conversation",
+}
 
 
 def eval_settings() -> dict:
@@ -131,7 +137,7 @@ class _Shared:
 
 def run_eval(data, system, k, answerer_provider, answerer_model, judge_provider, judge_model, base_url, embed_model,
              offline, out, plot, limit, concurrency, console, retriever: str | None = None,
-             embedder: str | None = None) -> dict:
+             embedder: str | None = None, data_format: str | None = None) -> dict:
     """Score each system of `system` (a --system string, comma-separated, or a callable returning a MemorySystem)
     on the data at `data`. One system writes results.jsonl, summary.json (and plots) under `out`; several write
     one folder each under `out` and a side-by-side table (compare.json; --plot: compare.png). Returns the summary
@@ -147,7 +153,7 @@ def run_eval(data, system, k, answerer_provider, answerer_model, judge_provider,
     if embedder not in EMBEDDERS:
         raise InputError(f"--embedder: '{embedder}' is not one of {', '.join(EMBEDDERS)}")
     specs = parse_systems(system, retriever)
-    eval_set = load_eval_set(Path(data))
+    eval_set = load_data(Path(data), data_format)
     answerer, judge = _route(answerer_provider, answerer_model, base_url), _route(judge_provider, judge_model, base_url)
     out = Path(out)
     shared = _Shared(settings, int(concurrency or settings["concurrency"]), embed_model, base_url,
@@ -205,6 +211,8 @@ def _run_one(spec: SystemSpec, make_system, backbone: Backbone | None, eval_set:
            "answerer": answerer.spec, "judge": judge.spec, "embed_model": embed_model if embeds else None,
            "limit": limit, "context_tokens": settings["context_tokens"],
            "bootstrap_resamples": settings["bootstrap_resamples"], "bootstrap_seed": settings["bootstrap_seed"]}
+    if eval_set.source in _QUESTION_TIME:
+        run["question_time"] = _QUESTION_TIME[eval_set.source]
     _check_identity(out, run)
     results_path = out / "results.jsonl"
     done = read_results(results_path)
