@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PERSONAS, REPO, run_synth
+from kit import PERSONAS, REPO, run_synth
 
 from synth.core.jsonl import read_dicts as read_jsonl
 from synth.release.browse import site_data

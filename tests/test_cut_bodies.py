@@ -18,7 +18,7 @@ from synth.llm.client import LLM, CallStats
 from synth.llm.fake import FakeProvider
 from synth.llm.providers import AnthropicProvider, OpenAIProvider
 from synth.testing.fake_server import BODY_FAULT_KINDS, GATEWAY_PAGE, FakeServer, _Backend
-from tests.conftest import PERSONAS, read_jsonl, run_synth, synth_env
+from kit import PERSONAS, read_jsonl, run_synth, synth_env
 from tests.test_batch import Answer, close, make_route, providers, requests
 from tests.test_reliability import (  # noqa: F401 - module fixtures: one clean run per wire to compare with
     ANTHROPIC_ENV,

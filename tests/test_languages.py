@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import PERSONAS, run_synth
+from kit import PERSONAS, run_synth
 
 from synth.quality.translation import structure_problem
 from synth.records import CANNOT_DETERMINE, Persona, Relation, Translation
