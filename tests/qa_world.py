@@ -13,13 +13,18 @@ from kit import Scripted, run_stage
 from synth.config import conf
 from synth.config.personas import PersonaSeed
 from synth.core.jsonl import read_records
+from synth.llm.base import LLMRequest
 from synth.records import (
+    CANNOT_DETERMINE,
+    MCQ,
     QUESTION_TYPES,
     AnchorState,
     ArcState,
     BigFive,
+    Choice,
     Event,
     Evidence,
+    EvidenceRef,
     LifeArc,
     MajorEvent,
     Persona,
@@ -29,6 +34,7 @@ from synth.records import (
     Trace,
     mint_id,
 )
+from synth.stages import STAGES
 
 START = dt.date(2022, 1, 1)
 END = dt.date(2022, 6, 30)
@@ -121,3 +127,60 @@ class QAWorld:
 
     def traces(self) -> dict[str, Trace]:
         return {t.id: t for t in self.read("traces.jsonl", Trace)}
+
+
+# ------------------------------------------------------------------------------------------ items and judges
+
+ANSWER = "I stopped hiding in the car and told Xiaomei everything about work and Mom."
+WRONG = [
+    "Xinyu's drawing of our family made me cry, so I apologised to everyone that night.",
+    "My boss sent me to a counsellor, and the sessions taught me how to talk at home.",
+    "I took the branch job out of town, and the distance let us calm down and talk again.",
+]
+
+
+def make_item(traces: list[Trace], evidence: Evidence, *, number: int = 0, question_type: str = "causal",
+              question: str = "Lin, what made you open up to Xiaomei back then?", answer: str = ANSWER,
+              asked: dt.datetime | None = None, wrong: list[str] | None = None, correct: str = "B") -> MCQ:
+    carrying = [t.id for t in traces if evidence.id in t.evidence_ids]
+    unanswerable = question_type == "unanswerable"
+    texts = list(wrong or WRONG)
+    if unanswerable:
+        texts = [*texts, "I chose the Shanghai consulting firm my classmate runs and start next month."]
+        correct = "E"
+    else:
+        texts.insert("ABCD".index(correct), answer)
+    choices = [Choice(id=c, text=t) for c, t in zip("ABCDE", [*texts, CANNOT_DETERMINE["en"]], strict=True)]
+    return MCQ(
+        id=mint_id(PID, "item", number), persona_id=PID, question_type=question_type, dimension="emotion",
+        arc_id=evidence.arc_ids[0], question_time=asked or dt.datetime(2022, 6, 1, 20), question=question,
+        answer=CANNOT_DETERMINE["en"] if unanswerable else answer,
+        evidence=[] if unanswerable else [EvidenceRef(statement=evidence.statement, evidence_id=evidence.id,
+                                                      digital_trace_ids=carrying)],
+        digital_trace_ids=[] if unanswerable else carrying, window_end=dt.date(2022, 6, 1), choices=choices,
+        correct_choice_id=correct,
+    )
+
+
+def judges(correct: dict[str, str]) -> Scripted:
+    """The filter's judges answering by rule (`correct`: question text → correct option's text): unsupported when
+    the question says UNSUPPORTED; the blind judge picks the key (wherever a sample shows it) when the question says
+    GUESSABLE, a wrong option otherwise."""
+
+    def answer(request: LLMRequest) -> dict:
+        prompt = request.messages[-1]["content"]
+        question = next(q for q in correct if q in prompt)
+        if request.task == "filter_sufficiency":
+            return {"supported": "UNSUPPORTED" not in question, "reason": "checked"}
+        if request.task == "filter_unique":  # ANOTHER: another record answers it differently
+            return {"only_answer": "ANOTHER" not in question, "reason": "the other dinner in the notes"}
+        if request.task == "filter_inference":  # LOOKUP: the second statement states the answer outright
+            return {"states_answer": [2] if "LOOKUP" in question else [], "reason": "statement 2 says it"}
+        shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCDE"}}
+        right = next(c for c, text in shown.items() if text == correct[question])
+        # ONE-TRACE: any one of its traces gives the key away; GUESSABLE: the blind judge finds the key
+        cue = "ONE-TRACE" if request.task == "filter_single_trace" else "GUESSABLE"
+        pick = right if cue in question else next(c for c in "ABCD" if c != right)
+        return {"choice": pick, "confidence": 0.95, "reason": "one record" if cue == "ONE-TRACE" else "cue"}
+
+    return Scripted({task: answer for task in STAGES["filter"].tasks}, seed=3)

@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
+from kit import PERSONAS, REPO, read_jsonl, run_synth, synth_cmd, synth_env
 from typer.testing import CliRunner
 
 from synth.cli import app
 from synth.core.jsonl import Journal
 from synth.records import FILES
 from synth.testing.fake_server import FAULT_KINDS, FakeServer
-from kit import PERSONAS, REPO, read_jsonl, run_synth, synth_cmd, synth_env
 from tests.test_personas import GOOD
 
 SENTINEL = "SENTINEL-d41d8cd98f00b204"
