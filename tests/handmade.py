@@ -39,22 +39,51 @@ def write_records(directory: Path, files: dict[str, list]) -> Path:
     return directory
 
 
+PID = "p01_maya"
+START, END = dt.date(2022, 1, 1), dt.date(2022, 2, 11)  # the tiny preset's 42-day timeline of p01_maya
+LATE = dt.datetime(2022, 2, 10, 20, 59)  # trace_inputs' late event, a day before the end
+
+
 def maya(**changes) -> Persona:
     """p01_maya's persona record on the tiny preset's 42-day timeline, one partner (r1 Sam); `changes` override."""
     fields = dict(
-        id="p01_maya", persona_id="p01_maya", language="en",
+        id=PID, persona_id=PID, language="en",
         big_five=BigFive(openness=.5, conscientiousness=.5, extraversion=.5, agreeableness=.5, neuroticism=.5),
-        start=dt.date(2022, 1, 1), end=dt.date(2022, 2, 11), scale="100k", name="Maya", age=34, gender="f",
+        start=START, end=END, scale="100k", name="Maya", age=34, gender="f",
         personality="p", family_history="f", education="e", occupation="o", concerns=["c"], interests=["i"],
         backstory="b", relations=[Relation(id="r1", name="Sam", relation="partner", description="d")],
     )
     return Persona(**{**fields, **changes})
 
 
+# ------------------------------------------------------------------------------------------ stage inputs
+
+def trace_inputs(directory: Path) -> tuple[list[Event], list[Evidence]]:
+    """p01_maya ready for the traces stage: 3 arcs, one phase, a quiet event (no evidence) and a late one
+    (LATE, 3 evidence); the directory must not exist yet."""
+    state = AnchorState(label="s", description="d", trigger="t", cues=["c"])
+    arcs = [LifeArc(id=f"arc{i}", persona_id=PID, dimension=dim, title=f"Arc {i}", description="d",
+                    anchor_states=[state, state]) for i, dim in enumerate(["experience", "emotion", "opinion"])]
+    major = MajorEvent(id="m0", persona_id=PID, index=0, title="M", description="d", start=START, end=END,
+                       arc_states=[])
+    snap = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="work", arc_status={})
+    phase = Phase(id="ph0", persona_id=PID, major_event_id="m0", index=0, title="P", description="d",
+                  start=START, end=END, snapshot_before=snap, snapshot_after=snap)
+    events = [Event(id=eid, persona_id=PID, phase_id="ph0", time=time, title=eid, description="d",
+                    location="home", participant_ids=["r1"])
+              for eid, time in [("e_quiet", dt.datetime(2022, 1, 5, 9)), ("e_late", LATE)]]
+    evidence = [Evidence(id=f"ev{j}", persona_id=PID, event_id="e_late", kind="fact", statement=f"fact {j}",
+                         arc_ids=[f"arc{j - 1}"]) for j in (1, 2, 3)]
+    directory.mkdir(parents=True)
+    write_records(directory, {"persona.jsonl": [maya()], "arcs.jsonl": arcs, "major_events.jsonl": [major],
+                              "phases.jsonl": [phase], "events.jsonl": events, "evidence.jsonl": evidence,
+                              "people.jsonl": []})
+    return events, evidence
+
+
 # ------------------------------------------------------------------------------------------ a valid dataset
 
 PERSONA_ID = "p_test"
-START = dt.date(2022, 1, 1)
 
 
 def _snapshot(energy: int, arcs: list[LifeArc]) -> Snapshot:
