@@ -58,6 +58,20 @@ def maya(**changes) -> Persona:
 
 # ------------------------------------------------------------------------------------------ stage inputs
 
+def phase_inputs(directory: Path) -> tuple[list[LifeArc], list[MajorEvent]]:
+    """p01_maya ready for the phases stage: 2 arcs, major events Jan 1-10 and Jan 15-20 (arc states 0, then 1)."""
+    state = AnchorState(label="s", description="d", trigger="t", cues=["c"])
+    arcs = [LifeArc(id=f"arc{i}", persona_id=PID, dimension=dim, title=f"Arc {i}", description="d",
+                    anchor_states=[state, state]) for i, dim in enumerate(["experience", "emotion"])]
+    majors = [MajorEvent(id=f"m{i}", persona_id=PID, index=i, title=f"M{i}", description="d",
+                         start=start, end=end, arc_states=[ArcState(arc_id=a.id, anchor_index=i) for a in arcs])
+              for i, (start, end) in enumerate([(dt.date(2022, 1, 1), dt.date(2022, 1, 10)),
+                                                (dt.date(2022, 1, 15), dt.date(2022, 1, 20))])]
+    directory.mkdir(parents=True)
+    write_records(directory, {"persona.jsonl": [maya()], "arcs.jsonl": arcs, "major_events.jsonl": majors})
+    return arcs, majors
+
+
 def trace_inputs(directory: Path) -> tuple[list[Event], list[Evidence]]:
     """p01_maya ready for the traces stage: 3 arcs, one phase, a quiet event (no evidence) and a late one
     (LATE, 3 evidence); the directory must not exist yet."""
