@@ -12,6 +12,14 @@ from kit import PERSONAS, run_synth
 from synth.testing.fake_server import FakeServer
 
 
+def pytest_collection_modifyitems(items) -> None:
+    """A test that uses the session's `synth run` (tiny_dataset, directly or through another fixture) is an
+    end-to-end test: marked slow, so `make test-unit` (-m 'not local and not slow') leaves it to `make test`."""
+    for item in items:
+        if "tiny_dataset" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def fake_server():
     """A clean fake server (no faults) for one test; build your own FakeServer(...) for fault injection."""

@@ -36,6 +36,8 @@ from tests.test_reliability import (  # noqa: F401 - module fixtures: one clean 
     tiny,
 )
 
+pytestmark = pytest.mark.slow  # `synth` subprocesses running whole pipelines
+
 WIRES = ("openai", "anthropic")
 
 

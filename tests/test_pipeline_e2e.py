@@ -12,6 +12,8 @@ from kit import PERSONAS, REPO, run_synth, synth_env
 
 from synth.records import EXTRA_TYPES, QUESTION_TYPES, RELATION_TYPES
 
+pytestmark = pytest.mark.slow  # `synth` subprocesses running whole pipelines
+
 
 def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

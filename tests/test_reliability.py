@@ -25,6 +25,8 @@ from synth.records import FILES
 from synth.testing.fake_server import FAULT_KINDS, FakeServer
 from tests.test_personas import GOOD
 
+pytestmark = pytest.mark.slow  # `synth` subprocesses running whole pipelines
+
 SENTINEL = "SENTINEL-d41d8cd98f00b204"
 # The fake server's seed drives both its answers and its fault draws: every server here shares it, so runs compare.
 # Seed 7 makes the 25% fault rate of a `tiny` run draw every fault kind (deterministic: the draws are sequential).
