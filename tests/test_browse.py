@@ -148,12 +148,14 @@ def _check_click(out: Path) -> dict:
     return report
 
 
+@pytest.mark.slow
 def test_clicking_a_question_highlights_its_traces_in_a_real_browser(site):
     report = _check_click(site)
     assert report["timeline_heading"] == "Timeline"
     assert report["type_tags"] and all(title == shown for title, shown in report["type_tags"])
 
 
+@pytest.mark.slow
 def test_a_chinese_persona_page_in_a_real_browser(site_zh):
     directory = _persona_dir(site_zh)
     page = (site_zh / "site" / f"{directory.name}.html").read_text(encoding="utf-8")

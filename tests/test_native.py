@@ -17,7 +17,7 @@ from kit import PERSONAS, REPO, run_synth, synth_env
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')")
 
 from synth.core.errors import InputError  # noqa: E402
-from synth.llm import native  # noqa: E402
+from synth.llm.local import native  # noqa: E402
 from synth.llm.local.provider import LocalProvider, resolve_model_path  # noqa: E402
 
 pytestmark = pytest.mark.local
