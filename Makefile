@@ -8,7 +8,7 @@ OUT ?= outputs/$(or $(PRESET),default)
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: install install-local install-local-portable dataset lint test test-fast bench eval-bench clean browser docs
+.PHONY: install install-local install-local-portable dataset lint test test-fast test-unit bench eval-bench clean browser docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,13 +56,18 @@ lint: $(STAMP)
 test: $(LOCAL_STAMP) lint browser
 	$(BIN)/python -m pytest -q
 
-# Without the local-model tests (no llama.cpp build needed).
-test-fast: $(STAMP) lint browser
+# Without the local-model tests (no llama.cpp build, no npm: the browser test installs its node_modules itself
+# when Node is there, and skips saying why when it is not).
+test-fast: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m 'not local'
 
 # The docs site (MkDocs, Material theme), built strictly: a broken link or a page missing from the nav fails.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The tier to run while editing (docs/contributing.md): model-free, no npm, no llama.cpp, no end-to-end runs.
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m 'not local and not slow'
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

@@ -1,44 +1,23 @@
-"""Shared fixtures: the fake HTTP server, a hand-built valid dataset, and one `tiny` fake-provider run per session."""
+"""Shared fixtures: the fake HTTP server, a hand-built valid dataset, and one `tiny` fake-provider run per session
+(helpers to import live in kit.py and handmade.py, never here)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from handmade import build_dataset
+from kit import PERSONAS, run_synth
 
-from synth.core.jsonl import write_atomic
-from synth.records import (
-    CANNOT_DETERMINE,
-    MCQ,
-    QA,
-    AnchorState,
-    ArcState,
-    BigFive,
-    Choice,
-    Event,
-    EventSeed,
-    Evidence,
-    EvidenceRef,
-    FinalItem,
-    LifeArc,
-    MajorEvent,
-    Persona,
-    Phase,
-    Rejected,
-    Relation,
-    Snapshot,
-    Trace,
-    mint_id,
-)
 from synth.testing.fake_server import FakeServer
 
-REPO = Path(__file__).resolve().parent.parent
-PERSONAS = REPO / "personas"
+
+def pytest_collection_modifyitems(items) -> None:
+    """A test that uses the session's `synth run` (tiny_dataset, directly or through another fixture) is an
+    end-to-end test: marked slow, so `make test-unit` (-m 'not local and not slow') leaves it to `make test`."""
+    for item in items:
+        if "tiny_dataset" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
@@ -46,27 +25,6 @@ def fake_server():
     """A clean fake server (no faults) for one test; build your own FakeServer(...) for fault injection."""
     with FakeServer() as server:
         yield server
-
-
-def synth_env(**extra: str) -> dict[str, str]:
-    """The environment for a `synth` subprocess: no provider keys leak in from the developer's shell."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SYNTH_PROMPTS_DIR")}
-    env.update(extra)
-    return env
-
-
-def synth_cmd(*args: str) -> list[str]:
-    """The installed `synth` script of the interpreter running the tests (PATH may not hold the venv)."""
-    script = Path(sys.executable).parent / "synth"
-    if script.is_file():
-        return [str(script), *args]
-    return [sys.executable, "-c", "import sys; from synth.cli import main; sys.argv[0] = 'synth'; main()", *args]
-
-
-def run_synth(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(synth_cmd(*args), cwd=REPO, env=env or synth_env(), capture_output=True, text=True,
-                          timeout=timeout)
 
 
 TINY_SEED = 4
@@ -87,93 +45,6 @@ def tiny_dataset(tmp_path_factory) -> Path:
     return out
 
 
-# ------------------------------------------------------------------------------------------ a hand-built dataset
-
-PERSONA_ID = "p_test"
-START = dt.date(2022, 1, 1)
-
-
-def _snapshot(energy: int, arcs: list[LifeArc]) -> Snapshot:
-    return Snapshot(energy=energy, stress=10 - energy, dominant_emotion="calm", focus="work",
-                    arc_status={a.id: f"state {energy}" for a in arcs})
-
-
-def build_dataset(root: Path) -> Path:
-    """A small dataset that satisfies every invariant of `synth validate`, written with the real record models:
-    2 major events × 1 phase × 2 events × 2 evidence, one trace per event, 2 questions (factual, unanswerable)."""
-    pid = PERSONA_ID
-    relations = [Relation(id=mint_id(pid, "relation", i), name=f"R{i}", relation="friend", description="d")
-                 for i in range(2)]
-    persona = Persona(id=pid, persona_id=pid, language="en", scale="100k", start=START,
-                      end=START + dt.timedelta(days=41),
-                      big_five=BigFive(openness=.5, conscientiousness=.5, extraversion=.5, agreeableness=.5,
-                                       neuroticism=.5),
-                      name="Test", age=30, gender="f", personality="p", family_history="f", education="e",
-                      occupation="o", concerns=["c"], interests=["i"], backstory="b", relations=relations)
-    seeds = [EventSeed(id=mint_id(pid, "seed", 0), persona_id=pid, name="move", title="Move", description="d",
-                       origin="predefined")]
-    arcs = [LifeArc(id=mint_id(pid, "arc", i), persona_id=pid, dimension=dim, title=dim, description="d",
-                    anchor_states=[AnchorState(label=f"s{k}", description="d", trigger="t", cues=["c"])
-                                   for k in range(3)], seed_ids=[seeds[0].id])
-            for i, dim in enumerate(("experience", "emotion", "opinion"))]
-    spans = [(START, START + dt.timedelta(days=19)), (START + dt.timedelta(days=20), persona.end)]
-    majors = [MajorEvent(id=mint_id(pid, "major", m), persona_id=pid, index=m, title=f"M{m}", description="d",
-                         start=s, end=e, arc_states=[ArcState(arc_id=a.id, anchor_index=m) for a in arcs],
-                         seed_id=seeds[0].id)
-              for m, (s, e) in enumerate(spans)]
-    snaps = [_snapshot(k + 3, arcs) for k in range(3)]
-    phases = [Phase(id=mint_id(me.id, "phase", 0), persona_id=pid, major_event_id=me.id, index=0, title="P",
-                    description="d", start=me.start, end=me.end, snapshot_before=snaps[m], snapshot_after=snaps[m + 1])
-              for m, me in enumerate(majors)]
-    events, evidence, traces = [], [], []
-    for phase in phases:
-        for k in range(2):
-            # spread so that no stretch of more than 10 days (max_gap_days) is without a trace
-            when = dt.datetime.combine(phase.start + dt.timedelta(days=5 + 9 * k), dt.time(9, 0))
-            event = Event(id=mint_id(phase.id, "event", k), persona_id=pid, phase_id=phase.id, time=when,
-                          title="E", description="d", location="home", participant_ids=[relations[k].id])
-            found = [Evidence(id=mint_id(event.id, "evidence", j), persona_id=pid, event_id=event.id,
-                              kind="fact", statement=f"fact {j}", arc_ids=[arcs[j].id]) for j in range(2)]
-            events.append(event)
-            evidence.extend(found)
-            traces.append(Trace(id=mint_id(event.id, "trace", 0), persona_id=pid, event_id=event.id,
-                                evidence_ids=[e.id for e in found], medium="diary",
-                                time=when + dt.timedelta(hours=2), intent="i", audience="self", content="text"))
-    asked = dt.datetime.combine(persona.end, dt.time(20, 0))
-    common = dict(persona_id=pid, dimension="experience", arc_id=arcs[0].id, question_time=asked,
-                  window_end=persona.end)
-    qa = [
-        QA(id=mint_id(pid, "qa", 0), question_type="factual", question="q?", answer="a",
-           evidence=[EvidenceRef(statement="fact 0", evidence_id=evidence[0].id, digital_trace_ids=[traces[0].id])],
-           digital_trace_ids=[traces[0].id], **common),
-        QA(id=mint_id(pid, "qa", 1), question_type="unanswerable", question="q?", answer="unknown", evidence=[],
-           digital_trace_ids=[], **common),
-    ]
-    texts = ["w", "x", "y", "z", CANNOT_DETERMINE["en"]]
-    choices = [Choice(id=c, text=t) for c, t in zip("ABCDE", texts, strict=True)]
-    mcq = [MCQ(**q.model_dump(), choices=choices, correct_choice_id="A" if q.question_type != "unanswerable" else "E")
-           for q in qa]
-    final = [FinalItem(**mcq[0].model_dump())]
-    rejected = [Rejected(**mcq[1].model_dump(), filter="blind", reason="guessable")]
-    files = {
-        "persona.jsonl": [persona], "seeds.jsonl": seeds, "arcs.jsonl": arcs, "major_events.jsonl": majors,
-        "phases.jsonl": phases, "events.jsonl": events, "evidence.jsonl": evidence, "traces.jsonl": traces,
-        "qa.jsonl": qa, "mcq.jsonl": mcq, "final.jsonl": final, "rejected.jsonl": rejected,
-    }
-    directory = root / pid
-    for name, records in files.items():
-        write_atomic(directory / name, records)
-    return root
-
-
 @pytest.fixture
 def handmade_dataset(tmp_path) -> Path:
     return build_dataset(tmp_path / "hand")
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def write_jsonl(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")

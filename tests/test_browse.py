@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PERSONAS, REPO, run_synth
+from kit import PERSONAS, REPO, run_synth
 
 from synth.core.jsonl import read_dicts as read_jsonl
 from synth.release.browse import site_data
@@ -148,12 +148,14 @@ def _check_click(out: Path) -> dict:
     return report
 
 
+@pytest.mark.slow
 def test_clicking_a_question_highlights_its_traces_in_a_real_browser(site):
     report = _check_click(site)
     assert report["timeline_heading"] == "Timeline"
     assert report["type_tags"] and all(title == shown for title, shown in report["type_tags"])
 
 
+@pytest.mark.slow
 def test_a_chinese_persona_page_in_a_real_browser(site_zh):
     directory = _persona_dir(site_zh)
     page = (site_zh / "site" / f"{directory.name}.html").read_text(encoding="utf-8")

@@ -10,6 +10,7 @@ import asyncio
 import json
 
 import pytest
+from kit import PERSONAS, read_jsonl, run_synth, synth_env
 
 from synth.llm.base import LLMRequest, TransportError
 from synth.llm.batch import BatchDispatcher, result_lines
@@ -18,7 +19,6 @@ from synth.llm.client import LLM, CallStats
 from synth.llm.fake import FakeProvider
 from synth.llm.providers import AnthropicProvider, OpenAIProvider
 from synth.testing.fake_server import BODY_FAULT_KINDS, GATEWAY_PAGE, FakeServer, _Backend
-from tests.conftest import PERSONAS, read_jsonl, run_synth, synth_env
 from tests.test_batch import Answer, close, make_route, providers, requests
 from tests.test_reliability import (  # noqa: F401 - module fixtures: one clean run per wire to compare with
     ANTHROPIC_ENV,
@@ -35,6 +35,8 @@ from tests.test_reliability import (  # noqa: F401 - module fixtures: one clean 
     openai_args,
     tiny,
 )
+
+pytestmark = pytest.mark.slow  # `synth` subprocesses running whole pipelines
 
 WIRES = ("openai", "anthropic")
 

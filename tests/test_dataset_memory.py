@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import PERSONAS, REPO, read_jsonl, run_synth, synth_env
+from kit import PERSONAS, REPO, read_jsonl, run_synth, synth_env
 
 from synth.config import conf
 from synth.pipeline.session import select_personas

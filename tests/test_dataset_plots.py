@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_synth
+from kit import run_synth
 
 from synth.release.charts import arc_steps, label, option_length_ratios, weekly_counts
 from synth.release.view import PersonaView

@@ -265,6 +265,7 @@ def test_the_memory_schema_bounds_the_number_of_memories():
 # ---- several systems in one command ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_several_systems_share_one_cache_and_report_their_ingest_cost(tmp_path):
     write_release(tmp_path / "data")
     out = tmp_path / "run"
@@ -365,6 +366,7 @@ def test_a_judge_temperature_above_0_is_refused_in_config():
 # ---- mem0 (the real library; fake provider: plumbing) ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mem0_runs_offline_through_our_client_and_maps_memories_to_traces(tmp_path, monkeypatch):
     import importlib.util
 

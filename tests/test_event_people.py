@@ -7,12 +7,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from handmade import phase_inputs
+from kit import run_stage
+
 from synth.core.jsonl import read_records, write_atomic
 from synth.quality.validate import PersonaCheck
 from synth.records import Event, Evidence, Person, Phase, Snapshot, mint_id
 from synth.stages.events import merge_newcomers
-from tests.test_stages_generation import _write_phase_inputs
-from tests.test_stages_generation import run as run_stages_for
 
 SNAP = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="work", arc_status={})
 SAM = Person(id="r1", persona_id="p01_maya", kind="person", name="Sam", relation="partner", description="d",
@@ -36,7 +37,7 @@ def _answer(newcomer: str, place: str) -> str:
 
 def test_an_event_introduces_people_who_take_part_and_join_the_registry(tmp_path):
     d = tmp_path / "p01_maya"
-    _, majors = _write_phase_inputs(d)
+    _, majors = phase_inputs(d)
     phases = [Phase(id=f"ph{m.index}", persona_id="p01_maya", major_event_id=m.id, index=0, title="t",
                     description="d", start=m.start, end=m.end, snapshot_before=SNAP, snapshot_after=SNAP,
                     arc_states=m.arc_states) for m in majors]
@@ -45,9 +46,9 @@ def test_an_event_introduces_people_who_take_part_and_join_the_registry(tmp_path
     config = tmp_path / "c.toml"
     config.write_text("[events]\nmin_events = 2\nmax_events = 2\nnew_people = 1\n")
     # both phases' answers introduce "Rosa Lin" (units run concurrently): one person, the earlier phase's
-    fake = run_stages_for(tmp_path, "p01_maya", config, names=["events"],
-                          script=[_answer("Rosa Lin", "Bean There"), _answer("Rosa Lin", "Bean There")])
-    assert not fake.script and len(fake.seen) == 2
+    fake = run_stage(tmp_path, "events", config=config,
+                     replies={"events": [_answer("Rosa Lin", "Bean There"), _answer("Rosa Lin", "Bean There")]})
+    assert not fake.unused() and len(fake.seen) == 2
     schema = json.dumps(fake.seen[0].json_schema)
     assert "new_people" in schema and "new_places" in schema
     assert "at most 1" in fake.seen[0].messages[-1]["content"] and "never a name listed above" in \
@@ -74,7 +75,7 @@ def test_an_event_introduces_people_who_take_part_and_join_the_registry(tmp_path
     write_atomic(d / "evidence.jsonl", [Evidence(id="v", persona_id="p01_maya", event_id=late.id, kind="fact",
                                                  statement="s", arc_ids=["arc0"])])
     write_atomic(d / "major_events.jsonl", majors)
-    fake = run_stages_for(tmp_path, "p01_maya", tmp_path / "c.toml", names=["traces"])
+    fake = run_stage(tmp_path, "traces", config=tmp_path / "c.toml")
     plan = next(r for r in fake.seen if "traces" in r.json_schema["properties"])
     assert "Rosa Lin" in plan.messages[-1]["content"] and "Bean There" in plan.messages[-1]["content"]
 

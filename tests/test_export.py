@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from qa_world import PID, QAWorld, judges, make_item
 from rich.console import Console
-from test_qa_stages import PID, World
 
 from synth.core.errors import InputError
 from synth.core.jsonl import read_records, write_atomic
@@ -17,7 +17,6 @@ from synth.records import MCQ, QUESTION_TYPES, FinalItem, Rejected, Trace
 from synth.release.clonemem import export_dataset, load_clonemem, size_bucket
 from synth.release.review import import_review, write_review
 from synth.release.stats import collect, print_stats
-from synth.stages import distractors, filter, qa
 
 QUESTION_KEYS = {"id", "question", "question_type", "question_time", "answer", "dimension", "digital_trace_ids",
                  "evidence", "choices", "correct_choice_id"}
@@ -27,9 +26,9 @@ QUESTION_KEYS = {"id", "question", "question_type", "question_time", "answer", "
 def dataset(tmp_path_factory) -> Path:
     """qa → distractors → filter with the fake provider over every type (plumbing only, not quality)."""
     out = tmp_path_factory.mktemp("stage4") / "out"
-    world = World(out)
+    world = QAWorld(out)
     world.config["qa"].update(plans_per_type=8, target_per_type=6)
-    for stage in (qa, distractors, filter):
+    for stage in ("qa", "distractors", "filter"):
         world.run(stage)
     return out
 
@@ -148,25 +147,23 @@ def test_review_sheet_and_import_move_a_rejected_item(tmp_path, dataset):
 
 
 def test_refiltering_keeps_human_rejections(tmp_path):
-    from test_filters import Judges, make_item
-
     from synth.core.jsonl import write_atomic
     from synth.records import Evidence
 
-    probe = World(tmp_path / "probe")
+    probe = QAWorld(tmp_path / "probe")
     traces, evidence = list(probe.traces().values()), probe.read("evidence.jsonl", Evidence)
     items = [make_item(traces, evidence[0], number=0), make_item(traces, evidence[1], number=1,
                                                                   question="How did the spring change things, Lin?")]
     out = tmp_path / "out"
-    world = World(out, provider=Judges({i.question: i.answer for i in items}))
+    world = QAWorld(out, model=judges({i.question: i.answer for i in items}))
     write_atomic(world.dir / "mcq.jsonl", items)
-    world.run(filter)
+    world.run("filter")
     final = read_records(out / PID / "final.jsonl", FinalItem)
     assert [i.id for i in final] == [i.id for i in items]
     (out / PID / "review_verdicts.jsonl").write_text(json.dumps({"id": final[0].id, "verdict": "reject",
                                                                   "reason": "ambiguous"}) + "\n")
     world.config["filter"]["dedup_threshold"] = 0.9  # any settings change re-runs the stage
-    world.run(filter)
+    world.run("filter")
     rejected = {r.id: r for r in read_records(out / PID / "rejected.jsonl", Rejected)}
     assert rejected[final[0].id].filter == "human_review" and rejected[final[0].id].reason == "ambiguous"
 
@@ -210,15 +207,13 @@ def test_stats_agree_with_the_outside_mcq_bias_tool(tmp_path):
     import subprocess
     import sys
 
-    from test_filters import make_item
-
     from synth.core.jsonl import write_atomic
     from synth.records import Evidence
 
     tool = Path(__file__).resolve().parents[2] / "shared" / "tools" / "mcq_bias.py"
     if not tool.is_file():
         pytest.skip("../shared/tools/mcq_bias.py is not beside this checkout")
-    probe = World(tmp_path / "probe")
+    probe = QAWorld(tmp_path / "probe")
     traces, evidence = list(probe.traces().values()), probe.read("evidence.jsonl", Evidence)
     answer = "I stopped hiding in the car and told Xiaomei everything about work and Mom."
     perturbed = [answer.replace("Xiaomei", "my sister"), answer.replace("work", "money"), answer.replace("car", "van")]

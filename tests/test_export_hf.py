@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_synth
+from kit import run_synth
 
 from synth.core.jsonl import read_dicts as read_jsonl
 

@@ -6,9 +6,8 @@ import datetime as dt
 import json
 
 import pytest
-from test_qa_stages import PID, World
+from qa_world import ANSWER, WRONG, QAWorld, judges, make_item
 
-from synth.llm.base import LLMRequest, ProviderResponse, Usage
 from synth.records import (
     CANNOT_DETERMINE,
     MCQ,
@@ -19,7 +18,6 @@ from synth.records import (
     RefinementRound,
     Rejected,
     Trace,
-    mint_id,
 )
 from synth.stages import filter as filter_stage
 from synth.stages.filter import (
@@ -32,40 +30,10 @@ from synth.stages.filter import (
     temporal_problem,
 )
 
-ANSWER = "I stopped hiding in the car and told Xiaomei everything about work and Mom."
-WRONG = [
-    "Xinyu's drawing of our family made me cry, so I apologised to everyone that night.",
-    "My boss sent me to a counsellor, and the sessions taught me how to talk at home.",
-    "I took the branch job out of town, and the distance let us calm down and talk again.",
-]
-
-
-def make_item(traces: list[Trace], evidence: Evidence, *, number: int = 0, question_type: str = "causal",
-              question: str = "Lin, what made you open up to Xiaomei back then?", answer: str = ANSWER,
-              asked: dt.datetime | None = None, wrong: list[str] | None = None, correct: str = "B") -> MCQ:
-    carrying = [t.id for t in traces if evidence.id in t.evidence_ids]
-    unanswerable = question_type == "unanswerable"
-    texts = list(wrong or WRONG)
-    if unanswerable:
-        texts = [*texts, "I chose the Shanghai consulting firm my classmate runs and start next month."]
-        correct = "E"
-    else:
-        texts.insert("ABCD".index(correct), answer)
-    choices = [Choice(id=c, text=t) for c, t in zip("ABCDE", [*texts, CANNOT_DETERMINE["en"]], strict=True)]
-    return MCQ(
-        id=mint_id(PID, "item", number), persona_id=PID, question_type=question_type, dimension="emotion",
-        arc_id=evidence.arc_ids[0], question_time=asked or dt.datetime(2022, 6, 1, 20), question=question,
-        answer=CANNOT_DETERMINE["en"] if unanswerable else answer,
-        evidence=[] if unanswerable else [EvidenceRef(statement=evidence.statement, evidence_id=evidence.id,
-                                                      digital_trace_ids=carrying)],
-        digital_trace_ids=[] if unanswerable else carrying, window_end=dt.date(2022, 6, 1), choices=choices,
-        correct_choice_id=correct,
-    )
-
 
 @pytest.fixture
 def world(tmp_path):
-    return World(tmp_path / "out")
+    return QAWorld(tmp_path / "out")
 
 
 @pytest.fixture
@@ -212,42 +180,8 @@ def test_dated_questions_and_centroid_keys_are_rejected(parts):
 
 # --------------------------------------------------------------------------------------- the stage
 
-class Judges:
-    """A provider that answers the judge tasks by rule: unsupported when the question says UNSUPPORTED; the blind
-    judge picks the key (wherever a sample shows it) when the question says GUESSABLE, a wrong option otherwise."""
-
-    name = "fake"
-    key_env = None
-
-    def __init__(self, correct: dict[str, str]) -> None:
-        self.correct = correct  # question text → correct option's text
-        self.seen: list[LLMRequest] = []
-
-    async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
-        self.seen.append(request)
-        prompt = request.messages[-1]["content"]
-        question = next(q for q in self.correct if q in prompt)
-        if request.task == "filter_sufficiency":
-            reply = {"supported": "UNSUPPORTED" not in question, "reason": "checked"}
-        elif request.task == "filter_unique":  # ANOTHER: another record answers it differently
-            reply = {"only_answer": "ANOTHER" not in question, "reason": "the other dinner in the notes"}
-        elif request.task == "filter_inference":  # LOOKUP: the second statement states the answer outright
-            reply = {"states_answer": [2] if "LOOKUP" in question else [], "reason": "statement 2 says it"}
-        elif request.task == "filter_single_trace":  # ONE-TRACE: any one of its traces gives the key away
-            shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCDE"}}
-            right = next(c for c, text in shown.items() if text == self.correct[question])
-            pick = right if "ONE-TRACE" in question else next(c for c in "ABCD" if c != right)
-            reply = {"choice": pick, "confidence": 0.95, "reason": "one record"}
-        else:
-            shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCDE"}}
-            right = next(c for c, text in shown.items() if text == self.correct[question])
-            pick = right if "GUESSABLE" in question else next(c for c in "ABCD" if c != right)
-            reply = {"choice": pick, "confidence": 0.95, "reason": "cue"}
-        return ProviderResponse(text=json.dumps(reply), usage=Usage(input_tokens=10, output_tokens=5))
-
-
 def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(tmp_path):
-    probe = World(tmp_path / "probe")
+    probe = QAWorld(tmp_path / "probe")
     traces = list(probe.traces().values())
     ev = probe.read("evidence.jsonl", Evidence)
     late = dt.datetime(2022, 1, 2)  # before the first trace of ev[30]
@@ -275,12 +209,12 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
                   question="How does the way you talk to Xiaomei compare with how it was before?"),  # span
         make_item(traces, ev[11], number=13, question="ANOTHER: what did you finally tell Xiaomei about work, Lin?"),  # unique
     ]
-    judges = Judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
-    world = World(tmp_path / "out", provider=judges)
+    model = judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
+    world = QAWorld(tmp_path / "out", model=model)
     from synth.core.jsonl import write_atomic
 
     write_atomic(world.dir / "mcq.jsonl", items)
-    world.run(filter_stage)
+    world.run("filter")
     final = world.read("final.jsonl", FinalItem)
     rejected = {r.id: r for r in world.read("rejected.jsonl", Rejected)}
     expected = {1: "length", 2: "sufficiency", 3: "blind", 4: "temporal", 5: "duplicate", 7: "format",
@@ -300,16 +234,16 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     # answerable item one more for the uniqueness judge when other related traces exist by its time
     limit = world.config["filter"]["single_trace_max"]
     singles = sum(len(filter_stage.single_trace_ids(i, limit)) for i in items if i.id != items[7].id)
-    uniques = [r for r in judges.seen if r.task == "filter_unique"]
+    uniques = [r for r in model.seen if r.task == "filter_unique"]
     assert any("ANOTHER" in r.messages[-1]["content"] for r in uniques)
     assert not any("Which company" in r.messages[-1]["content"] for r in uniques), "not for unanswerable items"
-    assert singles >= 10 * limit and len(judges.seen) == 3 * 13 + singles + len(uniques)
-    assert sum(r.task == "filter_single_trace" for r in judges.seen) == singles
-    one = next(r.messages[-1]["content"] for r in judges.seen if r.task == "filter_single_trace")
+    assert singles >= 10 * limit and len(model.seen) == 3 * 13 + singles + len(uniques)
+    assert sum(r.task == "filter_single_trace" for r in model.seen) == singles
+    one = next(r.messages[-1]["content"] for r in model.seen if r.task == "filter_single_trace")
     assert one.count("--- ") == 1  # exactly one record shown
-    assert {r.settings.temperature for r in judges.seen} == {0.0}  # judges do not sample
+    assert {r.settings.temperature for r in model.seen} == {0.0}  # judges do not sample
     # unanswerable: the sufficiency judge sees the arc's evidence up to the question time, not the item's (empty)
-    prompt = next(r.messages[-1]["content"] for r in judges.seen
+    prompt = next(r.messages[-1]["content"] for r in model.seen
                   if r.task == "filter_sufficiency" and "Which company" in r.messages[-1]["content"])
     assert "Statement" in prompt and "most related to the question, from every life arc" in prompt
     assert "--- " in prompt  # it reads traces, not only the arc's statements
@@ -359,25 +293,25 @@ def inference_item(traces: list[Trace], evidence: list[Evidence], number: int, q
 
 
 def test_an_inference_item_needs_two_statements_none_stating_its_answer(tmp_path):
-    probe = World(tmp_path / "probe")
+    probe = QAWorld(tmp_path / "probe")
     traces = list(probe.traces().values())
     ev = probe.read("evidence.jsonl", Evidence)
     items = [inference_item(traces, ev[0:2], 0, "What does the way you talk now say about you, Lin?"),
              inference_item(traces, ev[2:4], 1, "LOOKUP: what do you believe about work dinners now?"),
              inference_item(traces, ev[4:5], 2, "What does that week tell you about yourself, Lin?")]
-    judges = Judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
-    world = World(tmp_path / "out", provider=judges)
+    model = judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
+    world = QAWorld(tmp_path / "out", model=model)
     from synth.core.jsonl import write_atomic
 
     write_atomic(world.dir / "mcq.jsonl", items)
-    world.run(filter_stage)
+    world.run("filter")
     rejected = {r.id: r for r in world.read("rejected.jsonl", Rejected)}
     assert [i.id for i in world.read("final.jsonl", FinalItem)] == [items[0].id]
     assert {k: r.filter for k, r in rejected.items()} == {items[1].id: "inference_grounding",
                                                          items[2].id: "inference_grounding"}
     assert rejected[items[1].id].reason.startswith(f"evidence {ev[3].id} states the answer outright")
     assert rejected[items[2].id].reason == "an inference item rests on 1 statement(s); it needs two or more"
-    asked = [r for r in judges.seen if r.task == "filter_inference"]
+    asked = [r for r in model.seen if r.task == "filter_inference"]
     assert len(asked) == 2, "the one-statement item is rejected without a model call"
     assert all(r.json_schema["properties"]["states_answer"]["items"]["enum"] == [1, 2] for r in asked)
     assert ev[0].statement in next(r.messages[-1]["content"] for r in asked if items[0].question in

@@ -6,12 +6,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from handmade import phase_inputs
+from kit import run_stage
+
 from synth.core.jsonl import read_records, write_atomic
 from synth.life.gaps import close_gaps, open_gaps, travel_spans
 from synth.quality.validate import PersonaCheck
 from synth.records import Event, EventSeed, MajorEvent, Phase, Snapshot, Trace, mint_id
-from tests.test_stages_generation import _write_phase_inputs
-from tests.test_stages_generation import run as run_stages_for
 
 START, END = dt.date(2022, 1, 1), dt.date(2022, 2, 11)
 SNAP = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="work", arc_status={})
@@ -76,9 +77,9 @@ def test_a_gap_no_event_can_reach_stays_and_travel_is_exempt():
 
 
 def _one_phase_per_major_event(tmp_path):
-    """The scripted timeline of `_write_phase_inputs` (major events Jan 1-10 and Jan 15-20), one phase each."""
+    """The scripted timeline of `phase_inputs` (major events Jan 1-10 and Jan 15-20), one phase each."""
     d = tmp_path / "p01_maya"
-    _, majors = _write_phase_inputs(d)
+    _, majors = phase_inputs(d)
     write_atomic(d / "phases.jsonl", [
         Phase(id=f"ph{m.index}", persona_id="p01_maya", major_event_id=m.id, index=0, title="t", description="d",
               start=m.start, end=m.end, snapshot_before=SNAP, snapshot_after=SNAP, arc_states=m.arc_states)
@@ -99,8 +100,8 @@ def test_the_events_stage_redates_a_scripted_timeline_and_validate_reports_a_rem
         for n in range(2)]})
     config = tmp_path / "c.toml"
     config.write_text("[events]\nmin_events = 2\nmax_events = 2\nmax_gap_days = 6\ngap_room_days = 1\n")
-    fake = run_stages_for(tmp_path, "p01_maya", config, names=["events"], script=[answer] * 2)
-    assert not fake.script and len(fake.seen) == 2, "one scripted answer per phase, none repaired"
+    fake = run_stage(tmp_path, "events", config=config, replies={"events": [answer] * 2})
+    assert not fake.unused() and len(fake.seen) == 2, "one scripted answer per phase, none repaired"
     events = read_records(d / "events.jsonl", Event)
     assert [e.time.date().isoformat() for e in events] == ["2022-01-06", "2022-01-09", "2022-01-15", "2022-01-20"]
     moved = {(e.title, e.redated_from) for e in events if e.redated_from is not None}
@@ -124,7 +125,7 @@ def test_a_stretch_no_event_can_reach_is_filled_with_everyday_events(tmp_path):
     second to Jan 7 and no further (the stretch behind it), so the days from Jan 8 get everyday events of their own
     (one call), placed by the filler's answer, then everything is re-dated again."""
     d = tmp_path / "p01_maya"
-    _, majors = _write_phase_inputs(d)
+    _, majors = phase_inputs(d)
     whole = majors[0].model_copy(update={"start": START, "end": END})
     write_atomic(d / "major_events.jsonl", [whole])
     write_atomic(d / "phases.jsonl", [Phase(id="ph0", persona_id="p01_maya", major_event_id=whole.id, index=0,
@@ -141,8 +142,8 @@ def test_a_stretch_no_event_can_reach_is_filled_with_everyday_events(tmp_path):
     config = tmp_path / "c.toml"
     config.write_text("[events]\nevents_per_week = 0.34\nmin_events = 2\nmax_events = 8\nmax_gap_days = 6\n"
                       "gap_room_days = 1\n")
-    fake = run_stages_for(tmp_path, "p01_maya", config, names=["events"], script=[first, filler])
-    assert not fake.script and len(fake.seen) == 2
+    fake = run_stage(tmp_path, "events", config=config, replies={"events": [first, filler]})
+    assert not fake.unused() and len(fake.seen) == 2
     asked = fake.seen[1].messages[-1]["content"]
     assert "small everyday events" in asked and "day 0 is 2022-01-08" in asked
     events = read_records(d / "events.jsonl", Event)
@@ -231,8 +232,8 @@ def test_the_events_stage_pins_an_event_naming_a_public_holiday_of_the_timeline(
     config = tmp_path / "c.toml"
     config.write_text("[events]\nmin_events = 2\nmax_events = 2\nmax_gap_days = 6\ngap_room_days = 1\n"
                       "date_words = []\nfill_gaps = false\n")
-    fake = run_stages_for(tmp_path, "p01_maya", config, names=["events"], script=[answer] * 2)
-    assert not fake.script
+    fake = run_stage(tmp_path, "events", config=config, replies={"events": [answer] * 2})
+    assert not fake.unused()
     events = read_records(d / "events.jsonl", Event)
     assert [(e.title, e.time.date().isoformat()) for e in events] == [
         ("e0", "2022-01-06"), ("e1", "2022-01-10"), ("e0", "2022-01-20"), ("e1", "2022-01-20")]

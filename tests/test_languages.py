@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import PERSONAS, run_synth
+from kit import PERSONAS, run_synth
 
 from synth.quality.translation import structure_problem
 from synth.records import CANNOT_DETERMINE, Persona, Relation, Translation
@@ -135,6 +135,7 @@ def test_validate_names_a_translation_that_lost_its_structure(bilingual, tmp_pat
     assert "no zh translation" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_chinese_persona_is_released_in_english_too(tmp_path):
     out = tmp_path / "zh"
     result = run_synth("run", "--preset", "tiny", "--provider", "fake", "--languages", "zh,en", "--persona",

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')")
 
-from conftest import PERSONAS, run_synth, synth_env  # noqa: E402
+from kit import PERSONAS, run_synth, synth_env  # noqa: E402
 
 pytestmark = [pytest.mark.local, pytest.mark.slow]
 

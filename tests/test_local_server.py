@@ -178,7 +178,7 @@ def test_openai_adapter_against_llama_cpp_server(server: Server, record_property
 def test_tiny_pipeline_end_to_end_through_the_server(server: Server, tmp_path) -> None:
     """`synth run --preset tiny --provider openai --base-url …` against the real server: every stage completes
     (the adapter falls back to a grammar the server enforces), the dataset validates and exports."""
-    from conftest import PERSONAS, run_synth
+    from kit import PERSONAS, run_synth
 
     out = tmp_path / "data"
     config = tmp_path / "weak-model.toml"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PERSONAS, REPO, run_synth, synth_env
+from kit import PERSONAS, REPO, run_synth, synth_env
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')")
 

@@ -8,9 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import PERSONAS, REPO, run_synth, synth_env
+from kit import PERSONAS, REPO, run_synth, synth_env
 
 from synth.records import EXTRA_TYPES, QUESTION_TYPES, RELATION_TYPES
+
+pytestmark = pytest.mark.slow  # `synth` subprocesses running whole pipelines
 
 
 def records(path: Path) -> list[dict]:

@@ -8,13 +8,15 @@ import datetime as dt
 import json
 from types import SimpleNamespace
 
+from handmade import PID, trace_inputs
+from kit import run_stage
+
 from synth.core.jsonl import read_records, write_atomic
 from synth.quality.privacy import CommonTerms, LeakRule, PrivacyIndex, trace_leaks, word_leak
 from synth.quality.validate import PersonaCheck, privacy_warnings
 from synth.records import Event, Evidence, Trace
 from synth.release.stats import collect
 from synth.stages.traces import plan_privacy_problems, route_private
-from tests.test_stages_scripted import PID, _write_trace_inputs, run
 
 RULE = LeakRule.of({})  # the shipped defaults: social posts, photo captions, Moments and Weibo are public
 HIDDEN = "Maya sobbed in the supply cupboard after Sister Hughes refused her transfer to paediatrics."
@@ -79,7 +81,7 @@ CONFIG = "[traces]\ntraces_per_event = 1\nprivacy_repairs = 1\nvoice_wave_days =
 
 
 def _inputs(directory, early: list[Evidence], late: list[Evidence]) -> tuple[list[Event], list[Evidence]]:
-    events, _ = _write_trace_inputs(directory)
+    events, _ = trace_inputs(directory)
     evidence = [*early, *late]
     write_atomic(directory / "evidence.jsonl", evidence)
     return events, evidence
@@ -102,7 +104,8 @@ def _text(content: str) -> str:
 def test_a_public_plan_of_private_evidence_is_replanned_then_rerouted_by_code(tmp_path):
     _inputs(tmp_path / PID, [], [_evidence("ev1", "e_late", ERRAND, False), _evidence("ev2", "e_late", HIDDEN, True)])
     stubborn = _plans("social_post", [1, 2])
-    fake = run(tmp_path, "traces", CONFIG, [stubborn, stubborn, _text("Dear diary, a long shift again today.")])
+    fake = run_stage(tmp_path, "traces", config=CONFIG,
+                     replies={"traces": [stubborn, stubborn, _text("Dear diary, a long shift again today.")]})
     plans = [r for r in fake.seen if "traces" in r.json_schema["properties"]]
     assert len(plans) == 2 and plans[1].sample == 1
     assert "carries private evidence 2" in plans[1].messages[-1]["content"], "the re-plan names the problem"
@@ -120,8 +123,8 @@ def test_a_public_trace_that_gives_away_a_private_statement_is_rewritten(tmp_pat
     _inputs(tmp_path / PID, early, late)
     script = [_plans("diary", [1]), _text("Dear diary: " + HIDDEN),  # the quiet event: its private diary
               _plans("social_post", [1]), _text(LEAKING), _text(CLEAN)]  # the late one: a post that leaks once
-    fake = run(tmp_path, "traces", CONFIG, script)
-    assert not fake.script
+    fake = run_stage(tmp_path, "traces", config=CONFIG, replies={"traces": script})
+    assert not fake.unused()
     rewrite = fake.seen[-1]
     assert rewrite.sample == 1 and HIDDEN in rewrite.messages[-1]["content"], "the rewrite names what to keep hidden"
     assert HIDDEN not in fake.seen[-2].messages[-1]["content"], "a first draft is not primed with the secret"
@@ -192,11 +195,12 @@ def test_the_judge_catches_a_paraphrase_the_word_check_misses(tmp_path):
     _inputs(tmp_path / PID, early, late)
     paraphrase = "Rough week: broke down at work after my request to move to the children's ward was turned down."
     verdict = lambda revealed: json.dumps({"revealed": revealed, "reason": "r"})  # noqa: E731
-    script = [_plans("diary", [1]), _text("Dear diary: " + HIDDEN),
-              _plans("social_post", [1]), _text(paraphrase), verdict([1]), _text(CLEAN), verdict([])]
+    script = {"traces": [_plans("diary", [1]), _text("Dear diary: " + HIDDEN),
+                         _plans("social_post", [1]), _text(paraphrase), _text(CLEAN)],
+              "traces_privacy": [verdict([1]), verdict([])]}
     config = CONFIG.replace("privacy_repairs = 1", "privacy_repairs = 2").replace("judge = false", "judge = true")
-    fake = run(tmp_path, "traces", config, script)
-    assert not fake.script
+    fake = run_stage(tmp_path, "traces", config=config, replies=script)
+    assert not fake.unused()
     judges = [r for r in fake.seen if r.task == "traces_privacy"]
     assert len(judges) == 2 and HIDDEN in judges[0].messages[-1]["content"]
     assert paraphrase in judges[0].messages[-1]["content"] and judges[0].settings.temperature == 0.0
@@ -216,11 +220,12 @@ def test_the_judge_reads_at_most_privacy_judge_statements(tmp_path):
     second = "Maya has been hiding a letter from the nursing council about a complaint against her."
     _inputs(tmp_path / PID, [_evidence("ev1", "e_quiet", HIDDEN, True), _evidence("ev3", "e_quiet", second, True)],
             [_evidence("ev2", "e_late", ERRAND, False)])
-    script = [_plans("diary", [1, 2]), _text("Dear diary: " + HIDDEN + " " + second),
-              _plans("social_post", [1]), _text(CLEAN), json.dumps({"revealed": [], "reason": "r"})]
+    script = {"traces": [_plans("diary", [1, 2]), _text("Dear diary: " + HIDDEN + " " + second),
+                         _plans("social_post", [1]), _text(CLEAN)],
+              "traces_privacy": [{"revealed": [], "reason": "r"}]}
     config = CONFIG.replace("judge = false", "judge = true") + "privacy_judge_statements = 1\n"
-    fake = run(tmp_path, "traces", config, script)
-    assert not fake.script
+    fake = run_stage(tmp_path, "traces", config=config, replies=script)
+    assert not fake.unused()
     (judge,) = [r for r in fake.seen if r.task == "traces_privacy"]
     shown = [s for s in (HIDDEN, second) if s in judge.messages[-1]["content"]]
     assert len(shown) == 1, "one statement, not both"

@@ -2,154 +2,40 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from qa_world import END, PID, START, QAWorld
 
-from synth.config import conf
-from synth.config.personas import PersonaSeed
-from synth.core.jsonl import read_records, write_atomic
-from synth.engine.runner import RunOptions, run_stage
+from synth.core.jsonl import write_atomic
 from synth.life.windows import Segment, arc_states, candidates, observable_evidence, trajectory_segments
-from synth.llm.cache import ResponseCache
-from synth.llm.client import LLM
-from synth.llm.fake import FakeProvider
 from synth.records import (
     CANNOT_DETERMINE,
     MCQ,
     QA,
     QUESTION_TYPES,
-    AnchorState,
-    ArcState,
-    BigFive,
     Event,
     Evidence,
     EvidenceRef,
     LifeArc,
     MajorEvent,
-    Persona,
     Phase,
-    Relation,
-    Snapshot,
-    Trace,
     mint_id,
 )
-from synth.stages import STAGES
-from synth.stages import distractors as distractors_stage
-from synth.stages import qa as qa_stage
 from synth.stages.distractors import arrange, balanced_positions
-
-START = dt.date(2022, 1, 1)
-END = dt.date(2022, 6, 30)
-PID = "p_qa"
-
-CONFIG = conf.deep_merge(conf.preset_config("small"), {
-    "temperature": 0.5, "max_tokens": 512,
-    "qa": {"window_days": 60, "stride_days": 30, "types": list(QUESTION_TYPES), "target_per_type": 2,
-           "plans_per_type": 3, "max_segment_evidence": 12},
-    "distractors": {"rounds": 3, "length_ratio": 1.5},
-    "filter": {"length_ratio": 1.5, "dedup_threshold": 0.85},
-})
-
-
-def major_events_and_phases(arcs: list[LifeArc]) -> tuple[list[MajorEvent], list[Phase]]:
-    """Two major events of one phase each, January–March and April–June; every arc moves from state 0 to 1."""
-    still = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="work", arc_status={})
-    spans = [(START, dt.date(2022, 3, 31)), (dt.date(2022, 4, 1), END)]
-    majors = [MajorEvent(id=f"m{i}", persona_id=PID, index=i, title=f"major {i}", description="d", start=lo, end=hi,
-                         arc_states=[ArcState(arc_id=a.id, anchor_index=i) for a in arcs])
-              for i, (lo, hi) in enumerate(spans)]
-    phases = [Phase(id=f"ph{i}", persona_id=PID, major_event_id=f"m{i}", index=0, title=f"phase {i}",
-                    description="d", start=lo, end=hi, snapshot_before=still, snapshot_after=still)
-              for i, (lo, hi) in enumerate(spans)]
-    return majors, phases
-
-
-def build_persona_dir(root: Path, language: str = "en") -> Path:
-    """persona, 3 arcs, an event every 9 days with 2 evidence and 1–2 traces (the second one 3 days later); the
-    events of January–March under a first major event, the rest under a second (every arc's state 0, then 1)."""
-    persona = Persona(
-        id=PID, persona_id=PID, language=language, scale="100k", start=START, end=END,
-        big_five=BigFive(openness=.6, conscientiousness=.4, extraversion=.3, agreeableness=.7, neuroticism=.6),
-        name="Lin Wei", age=41, gender="male", personality="reserved", family_history="two sisters",
-        education="MBA", occupation="marketing director", concerns=["career"], interests=["fishing"],
-        backstory="moved to the city in 2010",
-        relations=[Relation(id=mint_id(PID, "relation", 0), name="Xiaomei", relation="wife", description="teacher")],
-    )
-    arcs = [LifeArc(id=mint_id(PID, "arc", i), persona_id=PID, dimension=dim, title=f"{dim} arc",
-                    description=f"how his {dim} changes",
-                    anchor_states=[AnchorState(label=f"state {k}", description="d", trigger="t", cues=["c"])
-                                   for k in range(3)])
-            for i, dim in enumerate(("experience", "emotion", "opinion"))]
-    events, evidence, traces = [], [], []
-    for k in range(20):
-        when = dt.datetime.combine(START + dt.timedelta(days=9 * k), dt.time(10))
-        event = Event(id=mint_id(PID, "event", k), persona_id=PID, phase_id=f"ph{int(when.month > 3)}", time=when,
-                      title=f"event {k}",
-                      description="d", location="home", participant_ids=[])
-        found = [Evidence(id=mint_id(event.id, "evidence", j), persona_id=PID, event_id=event.id,
-                          kind=("fact", "emotion", "opinion")[(k + j) % 3],
-                          statement=f"Statement {k}.{j}: he did thing {k} and felt {j}",
-                          arc_ids=[arcs[(k + j) % 3].id]) for j in range(2)]
-        events.append(event)
-        evidence += found
-        traces.append(Trace(id=mint_id(event.id, "trace", 0), persona_id=PID, event_id=event.id,
-                            evidence_ids=[e.id for e in found], medium="diary", time=when + dt.timedelta(hours=11),
-                            intent="vent", audience="self", content=f"SECRET TRACE {k}: diary about thing {k}",
-                            tokens=40))
-        if k % 2 == 0:
-            traces.append(Trace(id=mint_id(event.id, "trace", 1), persona_id=PID, event_id=event.id,
-                                evidence_ids=[found[0].id], medium="message_thread",
-                                time=when + dt.timedelta(days=3, hours=2), intent="tell", audience="Xiaomei",
-                                content=f"SECRET TRACE {k}b: message about thing {k}", tokens=30))
-    majors, phases = major_events_and_phases(arcs)
-    directory = root / PID
-    for name, records in {"persona.jsonl": [persona], "arcs.jsonl": arcs, "major_events.jsonl": majors,
-                          "phases.jsonl": phases, "events.jsonl": events, "evidence.jsonl": evidence,
-                          "traces.jsonl": traces}.items():
-        write_atomic(directory / name, records)
-    return directory
-
-
-class World:
-    """One persona dir, a fake provider (scriptable) and the run options for run_stage."""
-
-    def __init__(self, root: Path, language: str = "en", config: dict | None = None, provider=None) -> None:
-        self.dir = build_persona_dir(root, language)
-        self.seed = PersonaSeed(id=PID, language=language, start=START, end=END,
-                                big_five={"openness": .6, "conscientiousness": .4, "extraversion": .3,
-                                          "agreeableness": .7, "neuroticism": .6})
-        self.config = json.loads(json.dumps(config or CONFIG))
-        self.fake = provider or FakeProvider(seed=3)
-        route = conf.resolve_route("fake", None)
-        self.options = RunOptions(out=root, config=self.config, route=route, registry=STAGES)
-        self.cache = ResponseCache(root / "cache.sqlite")
-
-    def run(self, stage):
-        # A fresh client per event loop: its semaphore belongs to the loop that first waits on it.
-        llm = LLM(providers=lambda r: self.fake, cache=self.cache, concurrency=4)
-        return asyncio.run(run_stage(stage.STAGE, self.seed, self.options, llm, self.config))
-
-    def read(self, name: str, model):
-        return read_records(self.dir / name, model)
-
-    def traces(self) -> dict[str, Trace]:
-        return {t.id: t for t in self.read("traces.jsonl", Trace)}
 
 
 @pytest.fixture
-def world(tmp_path) -> World:
-    return World(tmp_path / "out")
+def world(tmp_path) -> QAWorld:
+    return QAWorld(tmp_path / "out")
 
 
 # ------------------------------------------------------------------------------------------------- qa
 
-def first_seen(world: World) -> dict[str, dt.datetime]:
+def first_seen(world: QAWorld) -> dict[str, dt.datetime]:
     """Evidence id → its first trace's time: when it becomes observable."""
     seen: dict[str, dt.datetime] = {}
     for trace in world.traces().values():
@@ -158,7 +44,7 @@ def first_seen(world: World) -> dict[str, dt.datetime]:
     return seen
 
 
-def check_question_time(world: World, item: QA) -> None:
+def check_question_time(world: QAWorld, item: QA) -> None:
     """The question time's bounds: not before a needed trace, not past the end + grace, and (answerable items)
     before the arc's next evidence after the newest needed trace, so the answer is still true when asked."""
     traces = world.traces()
@@ -171,12 +57,12 @@ def check_question_time(world: World, item: QA) -> None:
         assert not later or item.question_time < min(later)
 
 
-def evidence_arcs(world: World) -> dict[str, list[str]]:
+def evidence_arcs(world: QAWorld) -> dict[str, list[str]]:
     return {e.id: e.arc_ids for e in world.read("evidence.jsonl", Evidence)}
 
 
 def test_qa_items_are_grounded_and_never_asked_before_their_traces(world):
-    world.run(qa_stage)
+    world.run("qa")
     items = world.read("qa.jsonl", QA)
     traces = world.traces()
     evidence = {e.id: e for e in world.read("evidence.jsonl", Evidence)}
@@ -201,8 +87,8 @@ def test_qa_items_are_grounded_and_never_asked_before_their_traces(world):
 
 
 def test_qa_plan_schema_constrains_evidence_to_the_segment(world):
-    world.run(qa_stage)
-    plans = [r for r in world.fake.seen if r.task == "qa_plan"]
+    world.run("qa")
+    plans = [r for r in world.model.seen if r.task == "qa_plan"]
     assert plans
     for request in plans:
         # evidence lines ("[n] date · kind · media: statement"), not the statements quoted by earlier plans
@@ -214,11 +100,11 @@ def test_qa_plan_schema_constrains_evidence_to_the_segment(world):
 
 def test_all_eight_types_are_planned_and_written_with_the_fake(world):
     world.config["qa"]["plans_per_type"] = 6
-    world.run(qa_stage)
+    world.run("qa")
     assert {i.question_type for i in world.read("qa.jsonl", QA)} == set(QUESTION_TYPES)
 
 
-def one_type(world: World, question_type: str, window_days: int | None = None) -> None:
+def one_type(world: QAWorld, question_type: str, window_days: int | None = None) -> None:
     world.config["qa"].update(types=[question_type], plans_per_type=1, target_per_type=1)
     if window_days is not None:
         world.config["qa"].update(window_days=window_days, stride_days=window_days)
@@ -232,7 +118,7 @@ def plan_reply(evidence: list[int], days: int = 0, hour: int = 12, feasible: boo
 WRITE_REPLY = json.dumps({"question": "Hey Lin, what did you do?", "answer": "I did it."})
 
 
-def first_segment(world: World) -> Segment:
+def first_segment(world: QAWorld) -> Segment:
     """The segment the stage plans first for the world's one type (as the stage computes it)."""
     section = world.config["qa"]
     read = world.read
@@ -247,16 +133,16 @@ def first_segment(world: World) -> Segment:
 
 def test_question_time_is_clamped_after_the_newest_needed_trace(world):
     one_type(world, "factual")
-    world.fake.script = [plan_reply([1], days=0, hour=7), WRITE_REPLY]
-    world.run(qa_stage)
+    world.model.queue("qa_plan", plan_reply([1], days=0, hour=7)).queue("qa_write", WRITE_REPLY)
+    world.run("qa")
     [item] = world.read("qa.jsonl", QA)
     newest = max(world.traces()[t].time for t in item.digital_trace_ids)
     assert newest.hour >= 7  # the asked hour (7:00 that day) would precede the trace; code moves it later
     assert item.question_time == newest.replace(minute=0) + dt.timedelta(hours=1)
-    [write] = [r for r in world.fake.seen if r.task == "qa_write"]
+    [write] = [r for r in world.model.seen if r.task == "qa_write"]
     assert set(write.json_schema["properties"]) == {"question", "answer"}  # the writer does not choose the time
     assert f"Asked at: {item.question_time.isoformat(timespec='minutes')} (fixed)" in write.messages[-1]["content"]
-    [plan] = [r for r in world.fake.seen if r.task == "qa_plan"]
+    [plan] = [r for r in world.model.seen if r.task == "qa_plan"]
     assert plan.json_schema["properties"]["ask_after_days"]["maximum"] == world.config["qa"]["max_question_delay_days"]
 
 
@@ -266,11 +152,11 @@ def test_question_time_is_clamped_after_the_newest_needed_trace(world):
     (181, "first", 30, 22), (181, "last", 0, 7), (90, "last", 11, 15),
 ])
 def test_scripted_question_times_stay_between_their_traces_and_the_end(tmp_path, window_days, pick, days, hour):
-    world = World(tmp_path / "out")
+    world = QAWorld(tmp_path / "out")
     one_type(world, "factual", window_days)
     segment = first_segment(world)
-    world.fake.script = [plan_reply([1 if pick == "first" else len(segment.evidence)], days, hour), WRITE_REPLY]
-    world.run(qa_stage)
+    world.model.queue("qa_plan", plan_reply([1 if pick == "first" else len(segment.evidence)], days, hour)).queue("qa_write", WRITE_REPLY)
+    world.run("qa")
     [item] = world.read("qa.jsonl", QA)
     check_question_time(world, item)
     newest = max(world.traces()[t].time for t in item.digital_trace_ids)
@@ -286,8 +172,8 @@ def test_the_question_is_asked_before_the_arc_changes_in_the_gap(world):
     one_type(world, "factual", window_days=90)
     segment = first_segment(world)
     last = segment.evidence[-1]
-    world.fake.script = [plan_reply([len(segment.evidence)], days=30, hour=18), WRITE_REPLY]
-    world.run(qa_stage)
+    world.model.queue("qa_plan", plan_reply([len(segment.evidence)], days=30, hour=18)).queue("qa_write", WRITE_REPLY)
+    world.run("qa")
     [item] = world.read("qa.jsonl", QA)
     seen, arcs = first_seen(world), evidence_arcs(world)
     after = sorted((when, e) for e, when in seen.items() if segment.arc_id in arcs[e] and when > last.time)
@@ -303,8 +189,8 @@ def test_the_question_is_asked_before_the_arc_changes_in_the_gap(world):
 
 def test_an_unanswerable_item_keeps_its_background_evidence(world):
     one_type(world, "unanswerable")
-    world.fake.script = [plan_reply([1, 2], days=3, absent="the name of his new boss"), WRITE_REPLY]
-    world.run(qa_stage)
+    world.model.queue("qa_plan", plan_reply([1, 2], days=3, absent="the name of his new boss")).queue("qa_write", WRITE_REPLY)
+    world.run("qa")
     [item] = world.read("qa.jsonl", QA)
     assert len(item.evidence) == 2 and all(ref.background for ref in item.evidence)
     assert item.digital_trace_ids == list(dict.fromkeys(t for ref in item.evidence for t in ref.digital_trace_ids))
@@ -313,16 +199,16 @@ def test_an_unanswerable_item_keeps_its_background_evidence(world):
 
 def test_an_infeasible_plan_writes_nothing(world):
     one_type(world, "causal")
-    world.fake.script = [plan_reply([1], feasible=False)]
-    world.run(qa_stage)
+    world.model.queue("qa_plan", plan_reply([1], feasible=False))
+    world.run("qa")
     assert world.read("qa.jsonl", QA) == []
-    assert not [r for r in world.fake.seen if r.task == "qa_write"]
+    assert not [r for r in world.model.seen if r.task == "qa_write"]
 
 
 def test_a_single_point_selection_cannot_carry_a_comparison(world):
     one_type(world, "comparison")
-    world.fake.script = [plan_reply([2])]
-    world.run(qa_stage)
+    world.model.queue("qa_plan", plan_reply([2]))
+    world.run("qa")
     assert world.read("qa.jsonl", QA) == []
 
 
@@ -337,7 +223,7 @@ SAME_LENGTH = [
 ]
 
 
-def hand_qa(world: World, question_type: str = "causal") -> QA:
+def hand_qa(world: QAWorld, question_type: str = "causal") -> QA:
     traces = list(world.traces().values())
     evidence = world.read("evidence.jsonl", Evidence)
     first = evidence[0]
@@ -378,21 +264,22 @@ def not_key(qa: QA) -> str:
 def test_refinement_loop_regenerates_until_validator_and_verify_judge_agree(world):
     qa = hand_qa(world)
     # each round's options differ (identical options would replay the cached verdict, by design)
-    world.fake.script = [
-        distractor_reply([t + " (1)" for t in SAME_LENGTH]), verdict_reply(False, "EASY-1: only one mentions Xiaomei"),
-        # the validator calls it hard but picks the key: too easy by fact
-        distractor_reply([t + " (2)" for t in SAME_LENGTH]), verdict_reply(True, "looks hard", key_letter(qa)),
-        distractor_reply(), verdict_reply(True, "needs the trajectory", not_key(qa)), support_reply(),
-    ]
-    world.run(distractors_stage)
+    world.model.queue("distractors", distractor_reply([t + " (1)" for t in SAME_LENGTH]),
+                      distractor_reply([t + " (2)" for t in SAME_LENGTH]), distractor_reply())
+    world.model.queue("distractors_validate", verdict_reply(False, "EASY-1: only one mentions Xiaomei"),
+                      # the validator calls it hard but picks the key: too easy by fact
+                      verdict_reply(True, "looks hard", key_letter(qa)),
+                      verdict_reply(True, "needs the trajectory", not_key(qa)))
+    world.model.queue("distractors_verify", support_reply())
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert [(r.round, r.too_easy) for r in mcq.refinement] == [(1, True), (2, True), (3, False)]
     assert [r.blind_correct for r in mcq.refinement] == [False, True, False]
     assert mcq.refinement[-1].validator_choice == not_key(qa) and mcq.refinement[-1].supported is True
-    assert [r.task for r in world.fake.seen] == ["distractors", "distractors_validate"] * 3 + ["distractors_verify"]
-    writes = [r.messages[-1]["content"] for r in world.fake.seen if r.task == "distractors"]
+    assert [r.task for r in world.model.seen] == ["distractors", "distractors_validate"] * 3 + ["distractors_verify"]
+    writes = [r.messages[-1]["content"] for r in world.model.seen if r.task == "distractors"]
     assert "EASY-1" not in writes[0] and "EASY-1" in writes[1] and "picked the correct answer" in writes[2]
-    for request in world.fake.seen:
+    for request in world.model.seen:
         text = " ".join(m["content"] for m in request.messages)
         if request.task == "distractors_validate":
             assert "SECRET TRACE" not in text and "Statement" not in text  # no traces, no evidence
@@ -409,43 +296,45 @@ def test_refinement_loop_regenerates_until_validator_and_verify_judge_agree(worl
 
 def test_the_verify_judge_sends_a_second_right_option_back(world):
     qa = hand_qa(world)
-    world.fake.script = [
-        distractor_reply([t + " (1)" for t in SAME_LENGTH]), verdict_reply(True, "hard", not_key(qa)),
-        support_reply(others=False, notes=[("C", "C-IS-ALSO-TRUE in March")], reason="two options hold"),
-        distractor_reply(), verdict_reply(True, "hard", not_key(qa)), support_reply(),
-    ]
-    world.run(distractors_stage)
+    world.model.queue("distractors", distractor_reply([t + " (1)" for t in SAME_LENGTH]), distractor_reply())
+    world.model.queue("distractors_validate", verdict_reply(True, "hard", not_key(qa)),
+                      verdict_reply(True, "hard", not_key(qa)))
+    world.model.queue("distractors_verify", support_reply(others=False, notes=[("C", "C-IS-ALSO-TRUE in March")],
+                                                          reason="two options hold"), support_reply())
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert [r.supported for r in mcq.refinement] == [False, True]
     assert "C: C-IS-ALSO-TRUE" in mcq.refinement[0].support_reason
-    second_write = [r for r in world.fake.seen if r.task == "distractors"][1].messages[-1]["content"]
+    second_write = [r for r in world.model.seen if r.task == "distractors"][1].messages[-1]["content"]
     assert "C-IS-ALSO-TRUE" in second_write and "only the correct answer holds" in second_write
 
 
 def test_rounds_are_capped_and_the_last_options_stand(world):
     qa = hand_qa(world)
     world.config["distractors"]["rounds"] = 2
-    world.fake.script = [distractor_reply(), verdict_reply(False, "easy", not_key(qa)),
-                         distractor_reply([t + "!" for t in SAME_LENGTH]), verdict_reply(False, "still easy")]
-    world.run(distractors_stage)
+    world.model.queue("distractors", distractor_reply(), distractor_reply([t + "!" for t in SAME_LENGTH]))
+    world.model.queue("distractors_validate", verdict_reply(False, "easy", not_key(qa)),
+                      verdict_reply(False, "still easy"))
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert [r.too_easy for r in mcq.refinement] == [True, True]
-    assert len(world.fake.seen) == 4 and mcq.refinement[-1].reason == "still easy"
+    assert len(world.model.seen) == 4 and mcq.refinement[-1].reason == "still easy"
     assert mcq.refinement[-1].supported is None  # never verified: the filter's single_answer check rejects it
 
 
 def test_length_guard_asks_again_without_calling_the_validator(world):
     qa = hand_qa(world)
     short = ["No way.", "Work stuff.", "My mom, mostly.", "Nothing much."]
-    world.fake.script = [distractor_reply(short), distractor_reply(), verdict_reply(True, "fine", not_key(qa)),
-                         support_reply()]
-    world.run(distractors_stage)
+    world.model.queue("distractors", distractor_reply(short), distractor_reply())
+    world.model.queue("distractors_validate", verdict_reply(True, "fine", not_key(qa)))
+    world.model.queue("distractors_verify", support_reply())
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
-    assert [r.task for r in world.fake.seen] == ["distractors", "distractors", "distractors_validate",
+    assert [r.task for r in world.model.seen] == ["distractors", "distractors", "distractors_validate",
                                                  "distractors_verify"]
     assert mcq.refinement[0].too_easy and mcq.refinement[0].guard == "key_too_long"
     assert mcq.refinement[0].validator_choice == ""
-    assert "much longer than the longest distractor" in world.fake.seen[1].messages[-1]["content"]
+    assert "much longer than the longest distractor" in world.model.seen[1].messages[-1]["content"]
 
 
 def test_a_centroid_key_is_rewritten_before_any_model_judges_it(world):
@@ -454,12 +343,13 @@ def test_a_centroid_key_is_rewritten_before_any_model_judges_it(world):
     perturbed = [ANSWER.replace("Xiaomei", "my sister"), ANSWER.replace("weeks", "months"),
                  ANSWER.replace("in the car downstairs", "at the office late"),
                  ANSWER.replace("how lost I felt", "how angry I was")]
-    world.fake.script = [distractor_reply(perturbed), distractor_reply(), verdict_reply(True, "fine", not_key(qa)),
-                         support_reply()]
-    world.run(distractors_stage)
+    world.model.queue("distractors", distractor_reply(perturbed), distractor_reply())
+    world.model.queue("distractors_validate", verdict_reply(True, "fine", not_key(qa)))
+    world.model.queue("distractors_verify", support_reply())
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert "key_central" in mcq.refinement[0].guard.split(",") and mcq.refinement[1].guard == ""
-    assert "read as variations of it" in world.fake.seen[1].messages[-1]["content"]
+    assert "read as variations of it" in world.model.seen[1].messages[-1]["content"]
     assert not mcq.refinement[-1].too_easy
 
 
@@ -467,21 +357,24 @@ def test_unanswerable_items_make_e_correct_and_use_all_four_distractors(world):
     hand_qa(world, "unanswerable")
     plain = ["I moved to Suzhou for a while to think.", "We adopted a small grey cat that spring.",
              "I took a weekend pottery class with Old Zhang.", "Xiaomei found a new job near the river."]
-    world.fake.script = [distractor_reply(plain), verdict_reply(True, "fine", "B"), support_reply()]
-    world.run(distractors_stage)
+    world.model.queue("distractors", distractor_reply(plain))
+    world.model.queue("distractors_validate", verdict_reply(True, "fine", "B"))
+    world.model.queue("distractors_verify", support_reply())
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert mcq.correct_choice_id == "E"
     assert [c.text for c in mcq.choices] == [*plain, CANNOT_DETERMINE["en"]]
-    verify = next(r for r in world.fake.seen if r.task == "distractors_verify")
+    verify = next(r for r in world.model.seen if r.task == "distractors_verify")
     assert "most related to the question" in verify.messages[-1]["content"]
 
 
 def test_unanswerable_inventions_far_longer_than_e_are_sent_back(world):
     hand_qa(world, "unanswerable")
     long = [t * 2 for t in SAME_LENGTH]
-    world.fake.script = [distractor_reply(long), distractor_reply(SAME_LENGTH), verdict_reply(True, "ok", "B"),
-                         support_reply()]
-    world.run(distractors_stage)
+    world.model.queue("distractors", distractor_reply(long), distractor_reply(SAME_LENGTH))
+    world.model.queue("distractors_validate", verdict_reply(True, "ok", "B"))
+    world.model.queue("distractors_verify", support_reply())
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert mcq.refinement[0].guard == "unanswerable_length" and not mcq.refinement[1].too_easy
 
@@ -514,9 +407,9 @@ def test_a_later_type_plans_knowing_what_earlier_types_planned_on_the_same_arc(w
     world.config["qa"].update(types=["factual", "causal"], plans_per_type=3, target_per_type=3)
     first = json.dumps({"feasible": True, "evidence": [1], "temporal_scope": "s", "outline": "FIRST-OUTLINE",
                         "absent_topic": "", "ask_after_days": 0, "ask_hour": 12})
-    world.fake.script = [first] * 3  # the three factual plans (the first round); the rest is the schema-driven fake
-    world.run(qa_stage)
-    plans = [r for r in world.fake.seen if r.task == "qa_plan"]
+    world.model.queue("qa_plan", *[first] * 3)  # the three factual plans (the first round); the rest is the schema-driven fake
+    world.run("qa")
+    plans = [r for r in world.model.seen if r.task == "qa_plan"]
     factual, causal = plans[:3], plans[3:]
     assert all("factual question" in r.messages[-1]["content"] or "Single-point" in r.messages[-1]["content"]
                for r in factual)

@@ -16,14 +16,16 @@ import time
 from pathlib import Path
 
 import pytest
+from kit import PERSONAS, REPO, read_jsonl, run_synth, synth_cmd, synth_env
 from typer.testing import CliRunner
 
 from synth.cli import app
 from synth.core.jsonl import Journal
 from synth.records import FILES
 from synth.testing.fake_server import FAULT_KINDS, FakeServer
-from tests.conftest import PERSONAS, REPO, read_jsonl, run_synth, synth_cmd, synth_env
 from tests.test_personas import GOOD
+
+pytestmark = pytest.mark.slow  # `synth` subprocesses running whole pipelines
 
 SENTINEL = "SENTINEL-d41d8cd98f00b204"
 # The fake server's seed drives both its answers and its fault draws: every server here shares it, so runs compare.

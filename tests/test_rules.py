@@ -93,7 +93,8 @@ def test_filter_and_validate_report_the_same_shape_problem(handmade_dataset) -> 
     """One rule, one wording: a broken option E reads the same in the filter and in `synth validate`."""
     import json
 
-    from conftest import PERSONA_ID, read_jsonl, write_jsonl
+    from handmade import PERSONA_ID
+    from kit import read_jsonl, write_jsonl
 
     from synth.quality.validate import validate_dataset
     from synth.records import MCQ

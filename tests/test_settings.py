@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import PERSONAS, run_synth
+from kit import PERSONAS, run_synth
 
 from synth.config import conf, settings
 from synth.core.errors import InputError

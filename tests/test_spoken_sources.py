@@ -388,6 +388,7 @@ def test_sources_setting_is_checked():
     assert parse(preset_config("small")).sources == ["written", "group_chat", "lifelog"]
 
 
+@pytest.mark.slow
 def test_small_fake_run_with_every_source_passes_validate_and_the_outside_bias_check(tmp_path):
     import subprocess
     import sys
@@ -541,6 +542,7 @@ class LifeArcStub:
     dimension = "experience"
 
 
+@pytest.mark.slow
 def test_small_run_asks_temporal_duration_questions_with_the_convention(tmp_path):
     from synth.records import QA
 
@@ -556,6 +558,7 @@ def test_small_run_asks_temporal_duration_questions_with_the_convention(tmp_path
     assert isinstance(items[0], QA)
 
 
+@pytest.mark.slow
 def test_distractor_prompts_show_nothing_dated_after_the_question_time(tmp_path):
     """LifeDialBench's causality rule for distractors: their writer and judges see only what exists by the
     question time (the item's traces, and for unanswerable items the related traces before it) — chats and

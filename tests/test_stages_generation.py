@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import itertools
 import json
 from pathlib import Path
 
 import pytest
+from handmade import phase_inputs
+from kit import run_stage
 
-from synth.core.jsonl import read_records, write_atomic
-from synth.pipeline.session import open_session, run_stages
-from synth.records import FILES, AnchorState, ArcState, BigFive, LifeArc, MajorEvent, Persona, Relation, mint_id
+from synth.core.jsonl import read_records
+from synth.records import FILES, AnchorState, LifeArc, Persona, mint_id
 from synth.stages.arcs import aligned, place
 from synth.stages.traces import carry_all, suggest_media
 
@@ -36,17 +36,6 @@ traces_per_event = 2
 """
 
 
-def run(out: Path, persona: str, config: Path | None = None, names=STAGES, script: list[str] | None = None):
-    session = open_session(out, [PERSONAS], [persona], "tiny", "fake", None, None, None, None, None, config)
-    fake = session.llm.provider(session.options.route)
-    fake.script.extend(script or [])
-    try:
-        asyncio.run(run_stages(session, list(names), show_progress=False))
-    finally:
-        session.close()
-    return fake
-
-
 def load(directory: Path) -> dict[str, list]:
     return {name: read_records(directory / name, FILES[name]) for name in OUTPUTS}
 
@@ -56,10 +45,10 @@ def datasets(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("gen")
     richer = base / "richer.toml"
     richer.write_text(RICHER)
-    run(base / "a", "p01_maya")
-    run(base / "b", "p01_maya")
-    run(base / "zh", "p03_xiaoyu", richer)
-    run(base / "rich", "p02_daniel", richer)
+    run_stage(base / "a", STAGES)
+    run_stage(base / "b", STAGES)
+    run_stage(base / "zh", STAGES, persona="p03_xiaoyu", config=richer)
+    run_stage(base / "rich", STAGES, persona="p02_daniel", config=richer)
     return {"a": base / "a" / "p01_maya", "b": base / "b" / "p01_maya", "zh": base / "zh" / "p03_xiaoyu",
             "rich": base / "rich" / "p02_daniel"}
 
@@ -226,7 +215,7 @@ PERSONA_ANSWER = {
 
 
 def test_persona_maps_a_scripted_answer(tmp_path):
-    fake = run(tmp_path, "p01_maya", names=["persona"], script=[json.dumps(PERSONA_ANSWER)])
+    fake = run_stage(tmp_path, "persona", replies={"persona": [PERSONA_ANSWER]})
     persona = read_records(tmp_path / "p01_maya" / "persona.jsonl", Persona)[0]
     assert (persona.id, persona.persona_id, persona.name, persona.age) == ("p01_maya", "p01_maya", "Maya Holt", 34)
     assert persona.start == dt.date(2022, 1, 1) and persona.end == dt.date(2022, 2, 11)
@@ -244,43 +233,15 @@ def _snapshot(tag: str) -> str:
                        "arc_status": [f"{tag} arc0", f"{tag} arc1"]})
 
 
-def _write_phase_inputs(directory: Path) -> tuple[list[LifeArc], list[MajorEvent]]:
-    persona = Persona(
-        id="p01_maya", persona_id="p01_maya", language="en",
-        big_five=BigFive(openness=.5, conscientiousness=.5, extraversion=.5, agreeableness=.5, neuroticism=.5),
-        start=dt.date(2022, 1, 1), end=dt.date(2022, 2, 11), scale="100k", name="Maya", age=34, gender="f",
-        personality="p", family_history="f", education="e", occupation="o", concerns=["c"], interests=["i"],
-        backstory="b", relations=[Relation(id="r1", name="Sam", relation="partner", description="d")],
-    )
-    state = AnchorState(label="s", description="d", trigger="t", cues=["c"])
-    arcs = [LifeArc(id=f"arc{i}", persona_id="p01_maya", dimension=dim, title=f"Arc {i}", description="d",
-                    anchor_states=[state, state]) for i, dim in enumerate(["experience", "emotion"])]
-    majors = [MajorEvent(id=f"m{i}", persona_id="p01_maya", index=i, title=f"M{i}", description="d",
-                         start=start, end=end, arc_states=[ArcState(arc_id=a.id, anchor_index=i) for a in arcs])
-              for i, (start, end) in enumerate([(dt.date(2022, 1, 1), dt.date(2022, 1, 10)),
-                                                (dt.date(2022, 1, 15), dt.date(2022, 1, 20))])]
-    directory.mkdir(parents=True)
-    write_atomic(directory / "persona.jsonl", [persona])
-    write_atomic(directory / "arcs.jsonl", arcs)
-    write_atomic(directory / "major_events.jsonl", majors)
-    return arcs, majors
-
-
 def test_phases_follow_algorithm_1_on_scripted_answers(tmp_path):
     config = tmp_path / "c.toml"
     config.write_text("[phases]\nphases_per_event = 2\n")
-    arcs, majors = _write_phase_inputs(tmp_path / "p01_maya")
+    arcs, majors = phase_inputs(tmp_path / "p01_maya")
     phase = lambda t, end: json.dumps({"title": t, "description": f"{t} text", "end_day": end})  # noqa: E731
     script = [_snapshot("H0"), phase("P0", 3), _snapshot("H1"), phase("P1", 9), _snapshot("H2"),
               phase("P2", 2), _snapshot("H3"), phase("P3", 5), _snapshot("H4")]
-    session = open_session(tmp_path, [PERSONAS], ["p01_maya"], "tiny", "fake", None, None, None, None, None, config)
-    fake = session.llm.provider(session.options.route)
-    fake.script.extend(script)
-    try:
-        asyncio.run(run_stages(session, ["phases"], show_progress=False))
-    finally:
-        session.close()
-    assert not fake.script, "every scripted answer is consumed: init once, then generate + update per phase"
+    fake = run_stage(tmp_path, "phases", config=config, replies={"phases": script})
+    assert not fake.unused(), "every scripted answer is consumed: init once, then generate + update per phase"
     phases = read_records(tmp_path / "p01_maya" / "phases.jsonl", FILES["phases.jsonl"])
     assert [p.id for p in phases] == [mint_id(m.id, "phase", k) for m in majors for k in range(2)]
     assert [p.title for p in phases] == ["P0", "P1", "P2", "P3"]
@@ -297,8 +258,8 @@ def test_phases_follow_algorithm_1_on_scripted_answers(tmp_path):
 
 
 def test_events_map_people_and_arcs_by_label(tmp_path):
-    arcs, majors = _write_phase_inputs(tmp_path / "p01_maya")
-    run(tmp_path, "p01_maya", names=["phases"])
+    arcs, majors = phase_inputs(tmp_path / "p01_maya")
+    run_stage(tmp_path, "phases")
     phase = read_records(tmp_path / "p01_maya" / "phases.jsonl", FILES["phases.jsonl"])[0]
     answer = {"events": [
         {"title": t, "description": "d", "location": "ward", "day": day, "hour": 9, "minute": 30,
@@ -309,7 +270,7 @@ def test_events_map_people_and_arcs_by_label(tmp_path):
     answer["events"][1]["hour"] = 7
     config = tmp_path / "two.toml"
     config.write_text("[events]\nmin_events = 2\nmax_events = 2\n")
-    run(tmp_path, "p01_maya", config, names=["events"], script=[json.dumps(answer)] * 2)
+    run_stage(tmp_path, "events", config=config, replies={"events": [answer] * 2})
     events = read_records(tmp_path / "p01_maya" / "events.jsonl", FILES["events.jsonl"])
     evidence = read_records(tmp_path / "p01_maya" / "evidence.jsonl", FILES["evidence.jsonl"])
     own = [e for e in events if e.phase_id == phase.id]

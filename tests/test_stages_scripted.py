@@ -2,62 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import itertools
-import json
 from pathlib import Path
+
+from handmade import END, LATE, PID, START, maya, trace_inputs
+from kit import run_stage
 
 from synth.core.jsonl import read_records, write_atomic
 from synth.life.seedpool import load_seed_pool, seeds_for_age
-from synth.pipeline.session import open_session, run_stages
 from synth.records import (
     FILES,
-    AnchorState,
-    BigFive,
-    Event,
-    Evidence,
-    LifeArc,
-    MajorEvent,
-    Persona,
-    Phase,
-    Relation,
-    Snapshot,
     mint_id,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
-PERSONAS = ROOT / "personas"
-PID = "p01_maya"
-START, END = dt.date(2022, 1, 1), dt.date(2022, 2, 11)  # the tiny preset's 42-day timeline of p01_maya
-
-
-def run(out: Path, stage: str, config: str, script: list[str]):
-    """One stage for p01_maya with the fake provider answering from `script` first; returns the FakeProvider."""
-    path = out / "config.toml"
-    path.write_text(config)
-    session = open_session(out, [PERSONAS], [PID], "tiny", "fake", None, None, None, None, None, path)
-    fake = session.llm.provider(session.options.route)
-    fake.script.extend(script)
-    try:
-        asyncio.run(run_stages(session, [stage], show_progress=False))
-    finally:
-        session.close()
-    return fake
 
 
 def load(directory: Path, name: str) -> list:
     return read_records(directory / name, FILES[name])
-
-
-def persona() -> Persona:
-    return Persona(
-        id=PID, persona_id=PID, language="en",
-        big_five=BigFive(openness=.5, conscientiousness=.5, extraversion=.5, agreeableness=.5, neuroticism=.5),
-        start=START, end=END, scale="100k", name="Maya", age=34, gender="f", personality="p", family_history="f",
-        education="e", occupation="o", concerns=["c"], interests=["i"], backstory="b",
-        relations=[Relation(id="r1", name="Sam", relation="partner", description="d")],
-    )
 
 
 def properties(schema: dict, name: str) -> dict:
@@ -112,15 +73,15 @@ MAJOR_ANSWER = {"events": [
 
 def _run_arcs(out: Path):
     (out / PID).mkdir(parents=True)
-    write_atomic(out / PID / "persona.jsonl", [persona()])
-    script = [json.dumps(SEEDS_ANSWER), json.dumps(PLAN_ANSWER), json.dumps(MAJOR_ANSWER)]
-    return run(out, "arcs", ARCS_CONFIG, script)
+    write_atomic(out / PID / "persona.jsonl", [maya()])
+    script = [SEEDS_ANSWER, PLAN_ANSWER, MAJOR_ANSWER]
+    return run_stage(out, "arcs", config=ARCS_CONFIG, replies={"arcs": script})
 
 
 def test_arcs_scripted_seeds_arcs_and_major_events(tmp_path):
     fake = _run_arcs(tmp_path / "a")
     directory = tmp_path / "a" / PID
-    assert not fake.script and len(fake.seen) == 3, "one answer each: seeds, arcs, major events; no re-asks"
+    assert not fake.unused() and len(fake.seen) == 3, "one answer each: seeds, arcs, major events; no re-asks"
     assert [r.task for r in fake.seen] == ["arcs"] * 3
     first, second, third = (r.json_schema for r in fake.seen)
     assert "keep" in first["properties"] and "experience" in second["properties"] and "events" in third["properties"]
@@ -182,7 +143,6 @@ def test_arcs_scripted_repair_is_deterministic(tmp_path):
 
 TRACES_CONFIG = "[traces]\ntraces_per_event = 2\nmax_delay_hours = 48\n"
 # 20:59 the day before the timeline ends leaves 27 whole hours (to 23:59 on the last day): the delay bound
-LATE = dt.datetime(2022, 2, 10, 20, 59)
 PLANS_ANSWER = {"traces": [
     {"reasons": "r", "medium": "email", "intent": "intent-alpha", "audience": "Sam", "key_information": "k1",
      "evidence": [2, 2], "delay_hours": 27},
@@ -192,34 +152,12 @@ PLANS_ANSWER = {"traces": [
 WRITES = ["  TEXT ONE from the scripted writer  ", "TEXT TWO from the scripted writer"]
 
 
-def _write_trace_inputs(directory: Path) -> tuple[list[Event], list[Evidence]]:
-    state = AnchorState(label="s", description="d", trigger="t", cues=["c"])
-    arcs = [LifeArc(id=f"arc{i}", persona_id=PID, dimension=dim, title=f"Arc {i}", description="d",
-                    anchor_states=[state, state]) for i, dim in enumerate(["experience", "emotion", "opinion"])]
-    major = MajorEvent(id="m0", persona_id=PID, index=0, title="M", description="d", start=START, end=END,
-                       arc_states=[])
-    snap = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="work", arc_status={})
-    phase = Phase(id="ph0", persona_id=PID, major_event_id="m0", index=0, title="P", description="d",
-                  start=START, end=END, snapshot_before=snap, snapshot_after=snap)
-    events = [Event(id=eid, persona_id=PID, phase_id="ph0", time=time, title=eid, description="d",
-                    location="home", participant_ids=["r1"])
-              for eid, time in [("e_quiet", dt.datetime(2022, 1, 5, 9)), ("e_late", LATE)]]
-    evidence = [Evidence(id=f"ev{j}", persona_id=PID, event_id="e_late", kind="fact", statement=f"fact {j}",
-                         arc_ids=[f"arc{j - 1}"]) for j in (1, 2, 3)]
-    directory.mkdir(parents=True)
-    files = {"persona.jsonl": [persona()], "arcs.jsonl": arcs, "major_events.jsonl": [major],
-             "phases.jsonl": [phase], "events.jsonl": events, "evidence.jsonl": evidence, "people.jsonl": []}
-    for name, records in files.items():
-        write_atomic(directory / name, records)
-    return events, evidence
-
-
 def test_traces_scripted_plan_then_writes(tmp_path):
-    events, _ = _write_trace_inputs(tmp_path / PID)
+    events, _ = trace_inputs(tmp_path / PID)
     late = events[1]
-    fake = run(tmp_path, "traces", TRACES_CONFIG, [json.dumps(PLANS_ANSWER)] + [json.dumps({"content": t})
-                                                                                  for t in WRITES])
-    assert not fake.script and len(fake.seen) == 3, "one plan and two writes; an event without evidence asks nothing"
+    fake = run_stage(tmp_path, "traces", config=TRACES_CONFIG,
+                     replies={"traces": [PLANS_ANSWER, *({"content": t} for t in WRITES)]})
+    assert not fake.unused() and len(fake.seen) == 3, "one plan and two writes; an event without evidence asks nothing"
     assert [r.task for r in fake.seen] == ["traces"] * 3
     plan_request, writes = fake.seen[0], fake.seen[1:]
     assert "traces" in plan_request.json_schema["properties"]

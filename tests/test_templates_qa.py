@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_qa_stages import build_persona_dir
+from qa_world import build_persona_dir
 
 from synth.config.prompts import label, render
 from synth.core.jsonl import read_records

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_stages_scripted import END, PID, START, persona, run
+from handmade import END, PID, START, maya
+from kit import run_stage
 
 from synth.config.prompts import render
 from synth.core.jsonl import read_records, write_atomic
@@ -55,7 +56,7 @@ def world() -> dict[str, list]:
               for n, (a, _) in enumerate(spans)]
     evidence = [Evidence(id=f"v{n}{j}", persona_id=PID, event_id=f"e{n}", kind="fact",
                          statement=f"STATEMENT-{n}-{j}", arc_ids=["arc0"]) for n in range(2) for j in range(3)]
-    return {"persona.jsonl": [persona()], "arcs.jsonl": arcs, "major_events.jsonl": majors, "phases.jsonl": phases,
+    return {"persona.jsonl": [maya()], "arcs.jsonl": arcs, "major_events.jsonl": majors, "phases.jsonl": phases,
             "events.jsonl": events, "evidence.jsonl": evidence, "people.jsonl": []}
 
 
@@ -63,7 +64,8 @@ def run_traces(out: Path, records: dict[str, list], script: tuple[str, ...] = ()
     """The traces stage of p01_maya on `records` with the fake provider (answering `script` first): its requests."""
     for name, items in records.items():
         write_atomic(out / PID / name, items)
-    return run(out, "traces", "[traces]\ntraces_per_event = 2\nmax_delay_hours = 12\n", list(script)).seen
+    return run_stage(out, "traces", config="[traces]\ntraces_per_event = 2\nmax_delay_hours = 12\n",
+                     replies={"traces": list(script)}).seen
 
 
 def is_plan(request: LLMRequest) -> bool:
@@ -120,7 +122,7 @@ def test_the_prompt_variables_carry_no_future_in_either_language(language):
     at = 0
     phases, arcs = records["phases.jsonl"], records["arcs.jsonl"]
     event, evidence = records["events.jsonl"][at], records["evidence.jsonl"][:3]
-    who = persona().model_copy(update={"language": language}).model_dump(mode="json")
+    who = maya().model_copy(update={"language": language}).model_dump(mode="json")
     context = traces.event_context(who, traces.arcs_so_far(arcs, traces.reached_states(phases, at)),
                                    traces.snapshot_history(phases, at), event)
     assert_no_future(json.dumps(context), 0, "END-OF-PHASE-0")  # not even a variable

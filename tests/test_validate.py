@@ -8,11 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from handmade import PERSONA_ID
+from kit import read_jsonl, write_jsonl
 from typer.testing import CliRunner
 
 from synth.cli import app
 from synth.quality.validate import validate_dataset, violations
-from tests.conftest import PERSONA_ID, read_jsonl, write_jsonl
 
 
 def edit(root: Path, name: str, change: Callable[[list[dict]], None], persona: str = PERSONA_ID) -> None:
