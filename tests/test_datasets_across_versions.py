@@ -141,7 +141,10 @@ def empty_run(tmp_path_factory) -> Path:
     result = run_synth("run", "--preset", "tiny", "--provider", "fake", "--out", str(out), "--personas",
                        str(PERSONAS), "--config", str(config))
     assert result.returncode == 0, result.stderr
-    assert not (out / "p01_maya" / "final.jsonl").read_text().strip(), "this run was meant to keep no item"
+    # Whether the fake's random judges keep one of tiny's items shifts with every prompt edit: empty the filter's
+    # output so the run is one whose filters kept nothing, whatever the draw.
+    for final in out.glob("*/final.jsonl"):
+        final.write_text("", encoding="utf-8")
     return out
 
 
