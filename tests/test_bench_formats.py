@@ -12,7 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO, build_dataset, read_jsonl, run_synth, write_jsonl
+from handmade import build_dataset
+from kit import REPO, read_jsonl, run_synth, write_jsonl
 from rich.console import Console
 
 from synth.core.bench_formats import (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PERSONAS, run_synth
+from kit import PERSONAS, run_synth
 from synth.core.errors import InputError
 from synth.core.jsonl import read_records, write_atomic
 from synth.records import FILES

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from conftest import PERSONAS, REPO, run_synth
+from kit import PERSONAS, REPO, run_synth
 
 from synth.config import conf, question_types
 from synth.config.prompts import label

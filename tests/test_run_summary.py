@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import run_synth
+from kit import run_synth
 
 from synth.release.summary import persona_summary, run_summary, summary_lines
 
