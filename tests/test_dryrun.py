@@ -102,7 +102,7 @@ def test_the_dry_run_sizes_its_own_fake_and_leaves_the_environment_alone(monkeyp
     import os
 
     from synth.llm.fake import FakeProvider
-    from synth.pipeline.dryrun import _run_fake
+    from synth.pipeline.dryrun import fake_requests
 
     monkeypatch.delenv("SYNTH_FAKE_CONTENT_WORDS", raising=False)
     made: list[FakeProvider] = []
@@ -113,7 +113,7 @@ def test_the_dry_run_sizes_its_own_fake_and_leaves_the_environment_alone(monkeyp
         made.append(self)
 
     monkeypatch.setattr(FakeProvider, "__init__", spy)
-    requests, _, _, error = _run_fake("tiny", [PERSONAS], [], None, conf.resolve_route("fake", None))
+    requests, _, _, error = fake_requests("tiny", [PERSONAS], [], None, conf.resolve_route("fake", None))
     assert error is None and requests
     assert "SYNTH_FAKE_CONTENT_WORDS" not in os.environ
     assert [p.content_words for p in made] == [(30 + 120) // 2]  # tiny's min_words and max_words

@@ -82,7 +82,7 @@ def price_requests(requests: Iterable[LLMRequest], stage_of: dict[str, str], rou
     return per_stage
 
 
-def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Path | None,
+def fake_requests(preset: str, personas: list[Path], persona: list[str], config: Path | None,
               real: Route) -> tuple[list[LLMRequest], dict[str, Route], dict, str | None]:
     """Run every stage on the fake provider in a temporary directory; returns the requests it sent."""
     from synth.pipeline import session as pipeline
@@ -121,7 +121,7 @@ def dry_run(preset: str | None, provider: str | None, model: str | None, base_ur
     name, _ = conf.choose_provider(provider)
     real = conf.resolve_route(name, model, base_url)
     preset = default_preset(preset, name)
-    requests, route_of, preset_config, error = _run_fake(preset, personas, persona, config, real)
+    requests, route_of, preset_config, error = fake_requests(preset, personas, persona, config, real)
     stage_of = {task: stage.name for stage in STAGES.values() for task in stage.tasks}
     output_tokens = conf.get(preset_config, "dry_run.output_tokens", {}) or {}
     per_stage = price_requests(requests, stage_of, route_of, output_tokens)
