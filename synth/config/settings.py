@@ -221,6 +221,9 @@ class BatchSettings(Section):
 
 class DryRunSettings(Section):
     output_tokens: dict[str, int]
+    # newcomers a month of life brings into the registry in the dry run's answers (synth.pipeline.dryrun_fake)
+    people_per_month: float = Field(ge=0)
+    places_per_month: float = Field(ge=0)
 
 
 class EvalSettings(Section):
