@@ -52,7 +52,7 @@ def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
     buffer = io.StringIO()
     result = dry_run(preset="tiny", provider="anthropic", model="claude-haiku-4-5", base_url=None,
                      personas=[PERSONAS], persona=[], config=None, batch=True,
-                     console=Console(file=buffer, width=160))
+                     console=Console(file=buffer, width=160), realistic=False)  # the plain fake's answers, as below
     assert connects == []
     assert result["provider"] == "anthropic" and result["model"] == "claude-haiku-4-5"
     assert "dry run" in buffer.getvalue() and "total" in buffer.getvalue()
@@ -102,7 +102,7 @@ def test_the_dry_run_sizes_its_own_fake_and_leaves_the_environment_alone(monkeyp
     import os
 
     from synth.llm.fake import FakeProvider
-    from synth.pipeline.dryrun import _run_fake
+    from synth.pipeline.dryrun import fake_requests
 
     monkeypatch.delenv("SYNTH_FAKE_CONTENT_WORDS", raising=False)
     made: list[FakeProvider] = []
@@ -113,7 +113,8 @@ def test_the_dry_run_sizes_its_own_fake_and_leaves_the_environment_alone(monkeyp
         made.append(self)
 
     monkeypatch.setattr(FakeProvider, "__init__", spy)
-    requests, _, _, error = _run_fake("tiny", [PERSONAS], [], None, conf.resolve_route("fake", None))
+    requests, _, _, error, _ = fake_requests("tiny", [PERSONAS], [], None, conf.resolve_route("fake", None))
     assert error is None and requests
     assert "SYNTH_FAKE_CONTENT_WORDS" not in os.environ
-    assert [p.content_words for p in made] == [(30 + 120) // 2]  # tiny's min_words and max_words
+    # the session's plain fake and the dry run's own (synth.pipeline.dryrun_fake) that takes its place
+    assert {p.content_words for p in made} == {(30 + 120) // 2}  # tiny's min_words and max_words

@@ -44,6 +44,10 @@ class ArcsSettings(Section):
 
 
 class PhasesSettings(Section):
+    # the registry a prompt shows (synth.life.registry_view): whom the moment names, then who was seen in the last
+    # registry_days days while their lines fit in registry_tokens
+    registry_days: int = Field(ge=0)
+    registry_tokens: int = Field(ge=0)
     phases_per_event: int = Field(ge=1)
     everyday_phase_days: int = Field(ge=1)  # an everyday stretch is split into phases of at most this many days
     new_people: int = Field(ge=0)  # people (and as many places) a phase may add to the registry at most
@@ -51,6 +55,10 @@ class PhasesSettings(Section):
 
 class EventsSettings(Section):
     ordered = (("min_events", "max_events"),)
+    # the registry a prompt shows (synth.life.registry_view): whom the moment names, then who was seen in the last
+    # registry_days days while their lines fit in registry_tokens
+    registry_days: int = Field(ge=0)
+    registry_tokens: int = Field(ge=0)
     events_per_week: float = Field(gt=0)  # a phase's events: its length in weeks times this, within the bounds
     min_events: int = Field(ge=1)
     max_events: int = Field(ge=1)
@@ -68,6 +76,10 @@ class EventsSettings(Section):
 
 class TracesSettings(Section):
     ordered = (("min_words", "max_words"),)
+    # the registry a prompt shows (synth.life.registry_view): whom the moment names, then who was seen in the last
+    # registry_days days while their lines fit in registry_tokens
+    registry_days: int = Field(ge=0)
+    registry_tokens: int = Field(ge=0)
     traces_per_event: int = Field(ge=1)
     min_words: int = Field(ge=1)
     max_words: int = Field(ge=1)
@@ -213,6 +225,9 @@ class BatchSettings(Section):
 
 class DryRunSettings(Section):
     output_tokens: dict[str, int]
+    # newcomers a month of life brings into the registry in the dry run's answers (synth.pipeline.dryrun_fake)
+    people_per_month: float = Field(ge=0)
+    places_per_month: float = Field(ge=0)
 
 
 class EvalSettings(Section):

@@ -23,6 +23,7 @@ from synth.core.errors import SynthError
 from synth.core.tokens import estimate_tokens
 from synth.engine.runner import routes_for
 from synth.llm.base import LLMRequest
+from synth.pipeline.dryrun_fake import DryRunFake
 from synth.stages import STAGES
 
 DEFAULT_OUTPUT_TOKENS = 300
@@ -82,13 +83,16 @@ def price_requests(requests: Iterable[LLMRequest], stage_of: dict[str, str], rou
     return per_stage
 
 
-def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Path | None,
-              real: Route) -> tuple[list[LLMRequest], dict[str, Route], dict, str | None]:
-    """Run every stage on the fake provider in a temporary directory; returns the requests it sent."""
+def fake_requests(preset: str, personas: list[Path], persona: list[str], config: Path | None,
+                  real: Route, realistic: bool = True, keep: Path | None = None,
+                  ) -> tuple[list[LLMRequest], dict[str, Route], dict, str | None, int]:
+    """Run every stage on the fake provider in a temporary directory (`keep`: in this one, left in place); returns
+    the requests it sent, the routes, the preset's config, an error and the final items the run kept.
+    `realistic`: the dry run's fake (synth.pipeline.dryrun_fake), else the plain one."""
     from synth.pipeline import session as pipeline
 
     with tempfile.TemporaryDirectory(prefix="synth-dryrun-") as tmp:
-        session = pipeline.open_session(Path(tmp), personas, persona, preset, "fake", None, None, None, None, None,
+        session = pipeline.open_session(keep or Path(tmp), personas, persona, preset, "fake", None, None, None, None, None,
                                         config, write_dataset_json=False, log=Console(stderr=True, quiet=True))
         route_of: dict[str, Route] = {}
         for cfg in session.configs.values():
@@ -96,13 +100,23 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
                 for task, route in routes_for(stage, cfg, real).items():
                     route_of.setdefault(task, route)
             cfg["routes"] = {}  # every task runs on the fake; the real routes only price it
-        fake = session.llm.provider(session.options.route)
+        plain = session.llm.provider(session.options.route)
         error = None
         # Traces of the configured length, so the prompts that quote traces (QA, distractors, filter) are priced
         # at realistic sizes rather than at the fake's few placeholder words.
-        sections = [settings.parse(cfg).traces for cfg in session.configs.values()]
+        parsed = [settings.parse(cfg) for cfg in session.configs.values()]
+        sections = [p.traces for p in parsed]
         if not os.environ.get("SYNTH_FAKE_CONTENT_WORDS"):  # a size the user set wins
-            fake.content_words = sum((t.min_words + t.max_words) // 2 for t in sections) // max(1, len(sections))
+            plain.content_words = sum((t.min_words + t.max_words) // 2 for t in sections) // max(1, len(sections))
+        fake = plain
+        if realistic and parsed:
+            # answers shaped like a real model's (synth.pipeline.dryrun_fake): the registry grows at the configured
+            # rate and texts have the configured lengths; it takes the plain fake's place in the run's provider table
+            shape = parsed[0].dry_run
+            fake = DryRunFake(shape.output_tokens, shape.people_per_month, shape.places_per_month,
+                              DEFAULT_OUTPUT_TOKENS, seed=plain.seed, content_words=plain.content_words)
+            route = session.options.route
+            session.llm._providers[(route.provider, route.base_url)] = fake
         try:
             asyncio.run(pipeline.run_stages(session, STAGES.order(), show_progress=False))
         except SynthError as exc:
@@ -111,17 +125,20 @@ def _run_fake(preset: str, personas: list[Path], persona: list[str], config: Pat
             error = "; ".join(str(e) for e in group.exceptions)
         finally:
             session.close()
-        return list(fake.seen), route_of, session.options.config, error
+        final = sum(len(path.read_text(encoding="utf-8").splitlines())
+                    for path in (keep or Path(tmp)).glob("*/final.jsonl"))
+        return list(fake.seen), route_of, session.options.config, error, final
 
 
 def dry_run(preset: str | None, provider: str | None, model: str | None, base_url: str | None,
             personas: list[Path], persona: list[str], config: Path | None, batch: bool,
-            console: Console) -> dict:
+            console: Console, realistic: bool = True) -> dict:
     """Estimate calls, tokens and USD per stage for a preset on a real provider/model, calling no model."""
     name, _ = conf.choose_provider(provider)
     real = conf.resolve_route(name, model, base_url)
     preset = default_preset(preset, name)
-    requests, route_of, preset_config, error = _run_fake(preset, personas, persona, config, real)
+    requests, route_of, preset_config, error, final = fake_requests(preset, personas, persona, config, real,
+                                                                    realistic)
     stage_of = {task: stage.name for stage in STAGES.values() for task in stage.tasks}
     output_tokens = conf.get(preset_config, "dry_run.output_tokens", {}) or {}
     per_stage = price_requests(requests, stage_of, route_of, output_tokens)
@@ -130,8 +147,12 @@ def dry_run(preset: str | None, provider: str | None, model: str | None, base_ur
     total = Estimate()
     for estimate in ordered.values():
         total.merge(estimate)
+    shape = conf.get(preset_config, "dry_run", {}) or {}
+    assumes = {"people_per_month": shape.get("people_per_month"), "places_per_month": shape.get("places_per_month"),
+               "realistic_answers": realistic}
     result = {"preset": preset, "provider": real.provider, "model": real.model, "batch": batch,
-              "stages": {s: asdict(e) for s, e in ordered.items()}, "total": asdict(total), "error": error}
+              "stages": {s: asdict(e) for s, e in ordered.items()}, "total": asdict(total), "error": error,
+              "final_items": final, "assumes": assumes}
     _print(console, result, ordered, total)
     return result
 
@@ -158,6 +179,17 @@ def _print(console: Console, result: dict, per_stage: dict[str, Estimate], total
     console.print(f"estimated ${usd:.4f} {mode}. USD columns: plain, batch API, prompt caching, both. Output tokens "
                   "are per-task estimates (dry_run.output_tokens in the preset), input tokens those of the rendered "
                   "prompts.", highlight=False, markup=False)
+    final = result["final_items"]
+    if final:
+        console.print(f"per final (valid) item of the fake run ({final:,} kept): {total.calls / final:,.1f} calls, "
+                      f"${usd / final:.5f} ({mode}); the fake's answers pass checks a real model may fail, so a real "
+                      "run keeps fewer and pays more per item.", highlight=False, markup=False)
+    a = result["assumes"]
+    if a["realistic_answers"]:
+        console.print(f"assumes: the registry grows by {a['people_per_month']} people and {a['places_per_month']} "
+                      "places per month of life (dry_run.people_per_month, places_per_month), answers as long as "
+                      "dry_run.output_tokens, traces of the configured length, every prompt's registry bounded by "
+                      "registry_days and registry_tokens.", highlight=False, markup=False)
     if result["error"]:
         console.print(f"[yellow]warning:[/] the fake run stopped early, so this covers only the stages that ran: "
                       f"{result['error']}", highlight=False, soft_wrap=True)

@@ -79,6 +79,18 @@ def trace_tokens(traces: Sequence[Trace]) -> int:
     return sum(t.tokens or estimate_tokens(t.content) for t in traces)
 
 
+def item_cost(out: Path, final: int) -> dict:
+    """Provider calls and USD of the run (every stage's manifest) in all and per final item: a check that rejects
+    most items shows here, not only in the per-stage cost."""
+    calls, usd = 0, 0.0
+    for path in sorted(out.glob("*/manifests/*.json")):
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        calls += int(manifest.get("provider_calls", 0))
+        usd += float(manifest.get("cost_usd", 0.0))
+    return {"calls": calls, "usd": round(usd, 6), "calls_per_item": round(calls / final, 2) if final else None,
+            "usd_per_item": round(usd / final, 6) if final else None}
+
+
 def collect(out: Path) -> dict:
     """Every number `synth stats` prints, as a dict (tests and charts read it)."""
     final: list[FinalItem] = []
@@ -120,6 +132,7 @@ def collect(out: Path) -> dict:
         }
     return {
         "personas": personas,
+        "cost": item_cost(out, len(final)),
         "final": len(final),
         "generated": len(final) + len(rejected),
         "by_type": dict(Counter(i.question_type for i in final).most_common()),
@@ -243,6 +256,11 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
         people.add_row(pid, row["name"], str(row["traces"]), f"{row['trace_tokens']:,}", str(row["final"]),
                        str(row["rejected"]))
     console.print(people)
+    cost = data["cost"]
+    if cost["calls_per_item"] is not None:
+        console.print(f"cost per final item: {cost['calls_per_item']:,} provider calls, ${cost['usd_per_item']:.5f} "
+                      f"({cost['calls']:,} calls, ${cost['usd']:.4f} over {data['final']:,} final items)",
+                      highlight=False)
     console.print(_table("final items by question type", data["by_type"], data["final"]))
     console.print(_table("final items by dimension", data["by_dimension"], data["final"]))
     console.print(_table("traces by medium", data["by_medium"], sum(data["by_medium"].values())))

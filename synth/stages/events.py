@@ -13,6 +13,7 @@ from synth.config.settings import EventsSettings
 from synth.core.calendar import holidays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.gaps import DayPins, close_gaps, open_gaps, travel_spans
+from synth.life.registry_view import bounded_registry
 from synth.records import (
     Event,
     Evidence,
@@ -215,13 +216,26 @@ class EventsRun:
     def context(self, phase: Phase) -> dict:
         at = self.phases.index(phase)
         before = state_map(self.phases[at - 1].arc_states) if at else {}
-        introduced = [p.model_dump(mode="json") for p in self.people
-                      if p.origin == "introduced" and p.first_date is not None and p.first_date <= phase.start]
         recent = self.phases[max(0, at - self.section.recent_phases):at]
+        introduced = [p.model_dump(mode="json") for p in self.shown(phase, recent)]
         return {"moves": arc_moves(self.arcs, before, state_map(phase.arc_states)), "introduced": introduced,
                 "recent": [p.model_dump(mode="json", include={"title", "description", "start", "end"})
                            for p in recent],
                 "holidays": holidays_between(self.country, self.ctx.language, phase.start, phase.end)}
+
+    def shown_people(self, phase: Phase) -> list[Person]:
+        """Who an events answer may name as a participant: the relations and the introduced people its prompt
+        shows — the registry is bounded, the enum with it."""
+        at = self.phases.index(phase)
+        shown = {p.id for p in self.shown(phase, self.phases[max(0, at - self.section.recent_phases):at])}
+        return [p for p in self.people if p.origin != "introduced" or p.id in shown]
+
+    def shown(self, phase: Phase, recent: list[Phase]) -> list[Person]:
+        """The introduced entries the phase's prompt shows (synth.life.registry_view): those the phase and the
+        phases before it name, then those met in the last `registry_days` within `registry_tokens`."""
+        texts = [t for p in (*recent, phase) for t in (p.title, p.description)]
+        return bounded_registry(self.people, phase.start, self.section.registry_days, self.section.registry_tokens,
+                                texts=texts)
 
     async def generate(self, phase: Phase, fill: Phase | None = None) -> Records:
         """A phase's events; with `fill` (a window of days of the phase that no event could be moved into), the
@@ -231,7 +245,7 @@ class EventsRun:
             quota = EventQuota(min(self.section.max_events, -(-phase_days(fill) // (self.limit + 1))), 1,
                                max(1, min(2, self.section.min_evidence)))
             major, window, key = major.model_copy(update={"kind": "everyday"}), fill, f"gap-{fill.start}"
-        people = registry_labels(self.people, phase) or relation_labels(self.persona)
+        people = registry_labels(self.shown_people(phase), phase) or relation_labels(self.persona)
         model = events_answer(phase_days(window), tuple(people), tuple(self.arc_ids), quota.count,
                               quota.min_evidence, quota.max_evidence, 0 if major.kind == "everyday" else 1,
                               self.section.new_people)

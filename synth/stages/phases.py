@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.core.calendar import holidays_between
 from synth.engine.stage import Records, Stage, StageContext
+from synth.life.registry_view import bounded_registry
 from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Snapshot, mint_id
 from synth.stages.common import Newcomer, arc_moves, event_view, newcomers, persona_and_arcs, state_map
 
@@ -205,7 +206,12 @@ class PhasesRun:
         known = self.registry(position)
         room = self.ctx.section.new_people
         holidays = holidays_between(self.country, self.ctx.language, slot.date(slot.start), slot.date(slot.high))
-        introduced = [p.model_dump(mode="json") for p in known if p.origin == "introduced"]
+        # the registry the prompt shows is bounded (synth.life.registry_view): whom the phase before names, then
+        # those met in the last `registry_days` within `registry_tokens`; the newcomers are checked against all
+        texts = [previous.title, previous.description] if previous else []
+        introduced = [p.model_dump(mode="json") for p in bounded_registry(
+            known, slot.date(slot.start), self.ctx.section.registry_days, self.ctx.section.registry_tokens,
+            texts=texts)]
         draft = await self.ctx.ask("phases", "phases_generate.j2",
                                    phase_variables(self.persona, self.arcs, slot, before, previous, moves,
                                                    introduced, holidays, room),

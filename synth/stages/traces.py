@@ -11,16 +11,21 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import TracesSettings
-from synth.core.calendar import holidays_between
 from synth.core.errors import InputError
 from synth.core.tokens import estimate_tokens
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life import relations
 from synth.life.spoken import SPOKEN_FILES, spoken_traces
 from synth.quality.privacy import LeakRule, PrivacyIndex
-from synth.records import Event, Evidence, LifeArc, Persona, Phase, Trace, mint_id
-from synth.stages.common import (  # noqa: F401  (re-exported)
-    answer_tokens, arc_views, hint_weights, media_weights, medium_band, suggest_media)
+from synth.records import Event, Evidence, Persona, Trace, mint_id
+from synth.stages.common import answer_tokens, arc_views, hint_weights, media_weights, medium_band, suggest_media  # noqa: F401  (re-exported)
+from synth.stages.trace_context import (  # noqa: F401  (re-exported)
+    MomentContext,
+    arcs_so_far,
+    event_context,
+    reached_states,
+    snapshot_history,
+)
 
 
 @lru_cache(maxsize=None)
@@ -127,34 +132,6 @@ def max_delay_hours(event: Event, persona: Persona, limit: int) -> int:
 
 # ------------------------------------------------------------------- per task: prompt variables in, record out
 
-def snapshot_history(phases: list[Phase], at: int) -> dict:
-    """The snapshot history a trace in `phases[at]` may see (principle 10): the previous phase (its start and end
-    are past) and this phase without its snapshot_after — the state at the phase's end is still to come."""
-    return {"phase": phases[at].model_dump(mode="json", exclude={"snapshot_after"}),
-            "previous_phase": phases[at - 1].model_dump(mode="json") if at > 0 else None}
-
-
-def reached_states(phases: list[Phase], at: int) -> dict[str, int]:
-    """Each arc's anchor state when phase `at` begins: the end state of the phase before (the first state before
-    the first phase). A change the phase brings about is carried by its evidence, not announced to its traces."""
-    return {s.arc_id: s.anchor_index for s in phases[at - 1].arc_states} if at > 0 else {}
-
-
-def arcs_so_far(arcs: list[LifeArc], reached: dict[str, int]) -> list[dict]:
-    """The arcs as a trace sees them: each one's anchor states cut after the one reached (`reached`: arc id →
-    index), so a later state's label or description is never even a prompt variable."""
-    return [{**view, "anchor_states": view["anchor_states"][:min(reached.get(arc.id, 0), len(arc.anchor_states) - 1) + 1]}
-            for arc, view in zip(arcs, arc_views(arcs), strict=True)]
-
-
-def event_context(persona: dict, arcs: list[dict], history: dict, event: Event, extra: dict | None = None) -> dict:
-    """What both the plan and the write prompt of one event show: persona, the arcs so far, the snapshot history
-    and the event — not its evidence: the planner sees all of it, a writer only what its trace carries. `extra`:
-    the registry so far (`people`), the holidays around the event and whether the stretch is everyday life."""
-    return {"persona": persona, "arcs": arcs, **history, "event": event.model_dump(mode="json"),
-            "people": [], "holidays": [], "everyday": False, **(extra or {})}
-
-
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
                    max_delay: int, public: frozenset[str] = frozenset()) -> dict:
     """The planner sees the persona's media with the mix as a target (percent), which of them are public, and a
@@ -212,9 +189,7 @@ class TraceWriter:
         self.count = max(1, section.traces_per_event)
         self.weights = media_weights(section, ctx.language)
         self.media = tuple(sorted(self.weights))
-        self.country = ctx.settings.holiday_countries.get(ctx.language, "")
-        self.people = ctx.people
-        self.kinds = {m.id: m.kind for m in ctx.major_events}
+        self.moment = MomentContext(ctx)  # the registry, holidays and stretch each event's prompts show
         self.written: list[Trace] = []  # traces of earlier waves: the voice reference
         self.voice = (section.voice_examples, section.voice_chars)
         self.delay_limit = section.max_delay_hours
@@ -236,7 +211,7 @@ class TraceWriter:
         arcs = arcs_so_far(self.arcs, reached_states(self.phases, at))
         max_delay = max_delay_hours(event, self.persona, self.delay_limit)
         context = event_context(self.persona_view, arcs, snapshot_history(self.phases, at), event,
-                                self.extra(event, self.phases[at], max_delay))
+                                self.moment.extra(event, self.phases[at], evidence, max_delay))
         plans, routed, how = await self.plan(context, event, evidence, max_delay)
         texts = await asyncio.gather(*(
             self.write(context, event, plans[k], medium, [evidence[i - 1] for i in indices], k, max_delay)
@@ -267,15 +242,6 @@ class TraceWriter:
         routed, rerouted = route_private(answer.traces, len(evidence), private, self.rule.public_media,
                                          self.private_medium)
         return answer.traces, routed, "rerouted" if rerouted else how
-
-    def extra(self, event: Event, phase: Phase, max_delay: int) -> dict:
-        """The registry by the event's day (a phase's newcomers from its start, an event's from its day), the
-        holidays from the event to the latest trace time, and whether the event is everyday life."""
-        people = [p.model_dump(mode="json") for p in self.people
-                  if p.origin == "introduced" and p.first_date is not None and p.first_date <= event.time.date()]
-        last = event.time + dt.timedelta(hours=max_delay)
-        return {"people": people, "everyday": self.kinds.get(phase.major_event_id) == "everyday",
-                "holidays": holidays_between(self.country, self.ctx.language, event.time, last)}
 
     async def write(self, context: dict, event: Event, plan: BaseModel, medium: str, carried: list[Evidence],
                     k: int, max_delay: int) -> Trace:

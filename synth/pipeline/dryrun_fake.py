@@ -1,0 +1,174 @@
+"""The dry run's fake answers, shaped like a real model's: the registry grows at a configured rate of newcomers per
+month, names are a couple of words, and free text is as long as `dry_run.output_tokens` says — so the estimate is
+driven by realistic prompt sizes, not by the plain fake's maximal registry and placeholder lengths."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from synth.core.tokens import estimate_tokens
+from synth.llm.base import LLMRequest, ProviderResponse, Usage
+from synth.llm.fake import _WORDS_EN, _WORDS_ZH, FakeProvider, seeded_rng
+
+DAYS_PER_MONTH = 30.44
+SIZED_APART = ("content", "name")  # `content`: the configured trace length (content_words); `name`: two words
+# fields a real answer keeps to a few words (a title, a label, a mood); the others share the rest of the answer
+SHORT = {"title": 6, "label": 4, "relation": 4, "dominant_emotion": 3, "focus": 8, "medium": 1, "audience": 4,
+         "intent": 10, "location": 4, "question": 20, "answer": 12, "kind": 1, "reason": 15, "reasons": 20}
+LONGEST = 150  # words of one long field at most: the prompts ask for a few sentences, not pages
+
+
+def _resolve(schema: dict, root: dict) -> dict:
+    while "$ref" in schema:
+        node: Any = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        schema = {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
+def _free_text(schema: dict) -> bool:
+    return schema.get("type") == "string" and not {"enum", "const", "format"} & schema.keys()
+
+
+def _walk(value: Any, schema: dict, root: dict, name: str, visit) -> Any:
+    """`value` rebuilt with every free-text string leaf (and its field name) passed through `visit`."""
+    schema = _resolve(schema, root)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            kinds = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+            wanted = kinds.get(type(value))
+            options = [_resolve(o, root) for o in schema[key]]
+            schema = next((o for o in options if o.get("type") == wanted or ("properties" in o and wanted == "object")),
+                          options[0])
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: _walk(v, props.get(k, {}), root, k, visit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk(v, schema.get("items", {}), root, name, visit) for v in value]
+    if isinstance(value, str) and _free_text(schema):
+        return visit(value, name, schema)
+    return value
+
+
+class DryRunFake(FakeProvider):
+    """The fake provider of `synth run --dry-run`. An events answer brings `people_per_month` people and
+    `places_per_month` places per month of the days it covers (its `day` bound), spread over its events; a phase
+    brings none (a real run's phases and events share the rate). Free text fills `output_tokens[task]`."""
+
+    def __init__(self, output_tokens: dict[str, int], people_per_month: float, places_per_month: float,
+                 default_tokens: int, seed: int = 0, content_words: int | None = None) -> None:
+        super().__init__(seed=seed, content_words=content_words)
+        self.output_tokens = output_tokens
+        self.rates = {"new_people": people_per_month, "new_places": places_per_month}
+        self.default_tokens = default_tokens
+        self.names: set[str] = set()
+
+    async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
+        response = await super().complete(request, model)
+        if not request.json_schema or not response.text.startswith("{"):
+            return response
+        rng = seeded_rng("dry-run", request.task, request.messages, request.sample, self.seed)
+        data = self.newcomers(json.loads(response.text), request.json_schema, rng)
+        data = self.sized(data, request, rng)
+        text = json.dumps(data, ensure_ascii=False)
+        return ProviderResponse(text=text, usage=Usage(input_tokens=response.usage.input_tokens,
+                                                       output_tokens=estimate_tokens(text)))
+
+    def newcomers(self, data: Any, schema: dict, rng) -> Any:
+        """Empties every `new_people` / `new_places` list, then refills an events answer's at the configured rate."""
+        holders = [d for d in _dicts(data) if "new_people" in d or "new_places" in d]
+        for holder in holders:
+            for key in self.rates:
+                if key in holder:
+                    holder[key] = []
+        days = _covered_days(data, schema)
+        if not days or not holders:
+            return data
+        zh = _is_zh(data)
+        for key, rate in self.rates.items():
+            expected = rate * days / DAYS_PER_MONTH
+            count = math.floor(expected + rng.random())  # the expectation is exact, the count whole
+            order = rng.sample(holders, len(holders))
+            cap = _event_field(schema, key).get("maxItems", 1)  # the events' schema bound per event
+            for i in range(min(count, cap * len(order))):
+                order[i % len(order)][key].append(self.newcomer(rng, key == "new_places", zh))
+        return data
+
+    def newcomer(self, rng, place: bool, zh: bool) -> dict:
+        """A new name (two words, a place's with a suffix), a short relation and a one-sentence description."""
+        for _ in range(50):
+            name = (_words(rng, 3, True) if zh else " ".join(_words(rng, 1, False).capitalize() for _ in range(2)))
+            name += ("路" if zh else " Street") if place else ""
+            if name not in self.names:
+                break
+        self.names.add(name)
+        return {"name": name, "relation": _words(rng, 3, zh), "description": _words(rng, 12, zh)}
+
+    def sized(self, data: Any, request: LLMRequest, rng) -> Any:
+        """Free text resized so the whole answer is about `output_tokens[task]` tokens: content, names and short
+        fields (`SHORT`) apart, the rest sharing what is left, at most `LONGEST` words each."""
+        root = request.json_schema
+        zh = any("简体中文" in m.get("content", "") for m in request.messages[:1])
+        slots: list[int] = []
+
+        def blank(text: str, name: str, schema: dict) -> str:
+            if name in SIZED_APART:
+                return text if name == "content" else _words(rng, 2, zh)
+            if name in SHORT:
+                return _words(rng, SHORT[name], zh)
+            slots.append(1)
+            return ""
+
+        skeleton = _walk(data, root, root, "", blank)
+        target = int(self.output_tokens.get(request.task, self.default_tokens))
+        room = target - estimate_tokens(json.dumps(skeleton, ensure_ascii=False))
+        per_word = 1.0 if zh else 1.3
+        words = min(LONGEST, max(2, int(room / max(1, len(slots)) / per_word)))
+
+        def fill(text: str, name: str, schema: dict) -> str:
+            if name in SIZED_APART or name in SHORT:
+                return text
+            out = _words(rng, rng.randint(max(1, words * 3 // 4), words * 5 // 4 + 1), zh)
+            low, high = schema.get("minLength", 0), schema.get("maxLength")
+            out = out + (" x" * low if len(out) < low else "")
+            return out[:high] if high else out
+
+        return _walk(skeleton, root, root, "", fill)
+
+
+def _words(rng, count: int, zh: bool) -> str:
+    pool = _WORDS_ZH if zh else _WORDS_EN
+    return ("" if zh else " ").join(rng.choice(pool) for _ in range(count))
+
+
+def _is_zh(value: Any) -> bool:
+    text = json.dumps(value, ensure_ascii=False)
+    return sum(1 for c in text if "\u4e00" <= c <= "\u9fff") > 20
+
+
+def _dicts(value: Any):
+    if isinstance(value, dict):
+        yield value
+        for v in value.values():
+            yield from _dicts(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _dicts(v)
+
+
+def _event_field(schema: dict, name: str) -> dict:
+    """The schema of one field of an events answer's events ({} for any other answer)."""
+    events = _resolve(schema.get("properties", {}).get("events", {}), schema)
+    item = _resolve(events.get("items", {}), schema)
+    return _resolve(item.get("properties", {}).get(name, {}), schema)
+
+
+def _covered_days(data: Any, schema: dict) -> int:
+    """The days an events answer covers: the bound of its events' `day` (0 for any other answer)."""
+    if not (isinstance(data, dict) and isinstance(data.get("events"), list)):
+        return 0
+    day = _event_field(schema, "day")
+    return int(day["maximum"]) + 1 if "maximum" in day else 0
