@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from kit import PERSONAS, run_synth
+
 from synth.core.errors import InputError
 from synth.core.jsonl import read_records, write_atomic
 from synth.records import FILES

@@ -12,8 +12,8 @@ import pytest
 import test_templates_generation as en_case
 import test_templates_zh_native as zh_case
 
-from synth.config.shown_schema import decode_answer, native_schema
 from synth.config.prompts import render
+from synth.config.shown_schema import decode_answer, native_schema
 from synth.core.calendar import holidays_between
 from synth.stages import arcs as arcs_stage
 from synth.stages import events as events_stage
@@ -172,8 +172,9 @@ def test_a_medium_hint_never_names_a_medium_the_privacy_rules_out():
 
 
 def test_the_hint_shown_with_private_evidence_is_private():
-    from synth.records import Event, Evidence
     import datetime as dt
+
+    from synth.records import Event, Evidence
     event = Event(id="e1", persona_id="p", phase_id="ph", time=dt.datetime(2022, 1, 3, 9), title="t",
                   description="d", location="l", participant_ids=[])
     evidence = [Evidence(id=f"v{n}", persona_id="p", event_id="e1", kind="emotion", statement="s", arc_ids=[],
@@ -198,12 +199,10 @@ def test_one_length_rule_per_trace(language):
 def test_a_medium_sets_its_own_length_band():
     from synth.config.settings import TracesSettings
     from synth.stages.common import medium_band
+    from synth.config.conf import recorded_section
     section = TracesSettings.model_validate({
-        "traces_per_event": 2, "min_words": 80, "max_words": 320, "max_delay_hours": 48, "zh_chars_per_word": 1.7,
-        "voice_examples": 0, "voice_chars": 100, "voice_wave_days": 30, "media": {"zh": {"moments": 1}},
-        "public_media": ["moments"], "leak_overlap": .5, "leak_min_matches": 3, "leak_common_share": .05,
-        "privacy_repairs": 1, "privacy_lookback_days": 90, "privacy_judge": False, "privacy_judge_statements": 8,
-        "medium_words": {"moments": [8, 50]}})
+        **recorded_section({}, "traces"), "min_words": 80, "max_words": 320, "zh_chars_per_word": 1.7,
+        "media": {"zh": {"moments": 1}}, "public_media": ["moments"], "medium_words": {"moments": [8, 50]}})
     assert medium_band(section, "moments", "zh") == (14, 85)
     assert medium_band(section, "diary", "en") == (80, 320)
 

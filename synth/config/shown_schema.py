@@ -35,49 +35,55 @@ def code_labels(language: str) -> dict[str, str]:
     return out
 
 
+class _Relabeller:
+    """Walks a JSON schema, inlining $refs, dropping annotations and showing each enum code by its native label."""
+
+    def __init__(self, schema: dict, table: dict[str, str]) -> None:
+        self.defs = {**schema.get("$defs", {}), **schema.get("definitions", {})}
+        self.table = table
+        self.decode: dict[str, str] = {}
+
+    def walk(self, node: Any, depth: int = 0) -> Any:
+        if not isinstance(node, dict) or depth > 50:
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.rsplit("/", 1)[-1] in self.defs:
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            return self.walk({**self.defs[ref.rsplit("/", 1)[-1]], **rest}, depth + 1)
+        return {key: self.shown(key, value, depth) for key, value in node.items()
+                if key not in _ANNOTATIONS and key not in ("$defs", "definitions")}
+
+    def shown(self, key: str, value: Any, depth: int) -> Any:
+        if key in _NAMED and isinstance(value, dict):
+            return {name: self.walk(sub, depth + 1) for name, sub in value.items()}
+        if key in _ONE:
+            return self.walk(value, depth + 1)
+        if key in _MANY and isinstance(value, list):
+            return [self.walk(sub, depth + 1) for sub in value]
+        if key == "enum" and isinstance(value, list):
+            return [self.relabel(v, value) for v in value]
+        if key == "const":
+            return self.relabel(value, [value])
+        return value
+
+    def relabel(self, value: Any, siblings: list) -> Any:
+        text = self.table.get(value) if isinstance(value, str) else None
+        # a label two codes of one enum share, or one that is itself another code there, would not map back
+        if text is None or text in siblings or sum(self.table.get(s) == text for s in siblings if isinstance(s, str)) > 1:
+            return value
+        self.decode[text] = value
+        return text
+
+
 def native_schema(schema: dict, language: str) -> tuple[dict, dict[str, str]]:
     """(the schema as a `language` prompt shows it, native label → code for the enums it relabelled). A language
     without a label table gets the schema unchanged and an empty map."""
     table = code_labels(language)
     if not table:
         return schema, {}
-    defs = {**schema.get("$defs", {}), **schema.get("definitions", {})}
-    decode: dict[str, str] = {}
-
-    def walk(node: Any, depth: int = 0) -> Any:
-        if not isinstance(node, dict) or depth > 50:
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.rsplit("/", 1)[-1] in defs:
-            rest = {k: v for k, v in node.items() if k != "$ref"}
-            return walk({**defs[ref.rsplit("/", 1)[-1]], **rest}, depth + 1)
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _ANNOTATIONS or key in ("$defs", "definitions"):
-                continue
-            if key in _NAMED and isinstance(value, dict):
-                out[key] = {name: walk(sub, depth + 1) for name, sub in value.items()}
-            elif key in _ONE:
-                out[key] = walk(value, depth + 1)
-            elif key in _MANY and isinstance(value, list):
-                out[key] = [walk(sub, depth + 1) for sub in value]
-            elif key == "enum" and isinstance(value, list):
-                out[key] = [relabel(v, value) for v in value]
-            elif key == "const":
-                out[key] = relabel(value, [value])
-            else:
-                out[key] = value
-        return out
-
-    def relabel(value: Any, siblings: list) -> Any:
-        text = table.get(value) if isinstance(value, str) else None
-        # a label two codes of one enum share, or one that is itself another code there, would not map back
-        if text is None or text in siblings or sum(table.get(s) == text for s in siblings if isinstance(s, str)) > 1:
-            return value
-        decode[text] = value
-        return text
-
-    return walk(schema), decode
+    walker = _Relabeller(schema, table)
+    shown = walker.walk(schema)
+    return shown, walker.decode
 
 
 def decode_answer(data: Any, decode: dict[str, str]) -> Any:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from synth.config.conf import Route
-from synth.config.shown_schema import decode_answer, native_schema
 from synth.config.prompts import render_text
+from synth.config.shown_schema import decode_answer, native_schema
 from synth.core.tokens import estimate_tokens
 from synth.llm.base import GenerationFailed, LLMRequest, Provider, ProviderResponse, TransportError, Usage
 from synth.llm.cache import ResponseCache, cache_key

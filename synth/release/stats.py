@@ -245,9 +245,14 @@ def _table(title: str, counts: dict, total: int | None = None) -> Table:
     return table
 
 
-def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
+def print_summary(out: Path, console: Console) -> None:
+    """The run summary (synth.release.summary) first: what a newcomer needs before the tables."""
     for line in summary_lines(run_summary(out), *recorded_run(out)):
         console.print(line, highlight=False, soft_wrap=True)
+
+
+def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
+    print_summary(out, console)
     data = collect(out)
     people = Table(title="personas", title_justify="left")
     for col in ("persona", "name", "traces", "trace tokens", "final", "rejected"):
