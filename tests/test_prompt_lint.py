@@ -197,9 +197,9 @@ def test_one_length_rule_per_trace(language):
 
 
 def test_a_medium_sets_its_own_length_band():
+    from synth.config.conf import recorded_section
     from synth.config.settings import TracesSettings
     from synth.stages.common import medium_band
-    from synth.config.conf import recorded_section
     section = TracesSettings.model_validate({
         **recorded_section({}, "traces"), "min_words": 80, "max_words": 320, "zh_chars_per_word": 1.7,
         "media": {"zh": {"moments": 1}}, "public_media": ["moments"], "medium_words": {"moments": [8, 50]}})
