@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 from collections.abc import Iterable
 from functools import partial
-from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel
 
 from synth.config.settings import FilterSettings
 from synth.core.jsonl import write_json_atomic
 from synth.engine.stage import Records, Stage, StageContext
-from synth.quality import rules
-from synth.quality.validity import (
-    answerable,
-    bias_report,
-    blind_accuracy,
-)
-from synth.records import MCQ, REVIEW_FILE, Evidence, FilterVerdict, FinalItem, Rejected, Trace
+from synth.quality.validity import answerable
+from synth.records import MCQ, REVIEW_FILE, Evidence, Trace
 from synth.stages.common import RelatedTraces, trace_excerpts
 from synth.stages.filter.checks import (  # noqa: F401  (re-exported: tests and review import them from here)
     MULTI_POINT,
@@ -29,86 +21,52 @@ from synth.stages.filter.checks import (  # noqa: F401  (re-exported: tests and 
     cross_type_duplicates,
     dated_question_problem,
     duplicate_problem,
+    entity_problem,
     format_problem,
     length_problem,
     medium_span_check,
     needed_traces,
     profile_problem,
+    rounds_problem,
     similarity,
     single_answer_problem,
     span_problem,
     temporal_problem,
 )
-
-# The order in which filters are named; an item's rejection names the first that failed.
-FILTERS = ("format", "profile_2x2", "medium_span", "dated_question", "multi_point_span", "single_answer", "sufficiency", "unique", "single_point",
-           "inference_grounding", "blind", "length", "centrality", "temporal", "duplicate", "cross_type_duplicate", "human_review")
-
-
-class Sufficiency(BaseModel):
-    supported: bool
-    reason: str
-
-
-class Uniqueness(BaseModel):
-    """EverMemBench's uniqueness check: do traces other than the item's own answer the question differently?"""
-
-    only_answer: bool  # true: none of the other traces gives a different right answer
-    reason: str
-
-
-class Blind(BaseModel):
-    choice: Literal["A", "B", "C", "D", "E"]
-    confidence: float = Field(ge=0, le=1)
-    reason: str
-
-
-# --------------------------------------------------------------------------------------- model filters
-
-class SingleTrace(BaseModel):
-    trace_id: str
-    choice: str
-    confidence: float
-
-
-def inference_model(count: int) -> type[BaseModel]:
-    """The inference judge's answer: which of the `count` numbered statements state the answer outright."""
-    return create_model("InferenceGrounding", states_answer=(list[Literal[tuple(range(1, count + 1))]], ...),
-                        reason=(str, ...))
-
-
-class Checked(BaseModel):
-    """A check unit's record (journaled, not written out): the model judgements of one item."""
-
-    id: str
-    supported: bool
-    support_reason: str
-    blind_votes: list[str]  # each blind sample's pick, mapped back to the item's own letters
-    blind_confidence: float  # the first sample's
-    blind_reason: str
-    single_trace: list[SingleTrace] = []  # multi-point items: what a judge picked from each needed trace alone
-    stating: list[str] = []  # inference items: the evidence ids the judge found stating the answer outright
-    stating_reason: str = ""
-    unique: bool = True  # the uniqueness judge found no other trace answering the question differently
-    unique_reason: str = ""
-
-
-
-def blind_order(count: int, sample: int) -> list[int]:
-    """Sample k shows A–D rotated by k (E stays last): the same judge, a different order each time, so a pick
-    that follows the content and not the position is what counts."""
-    shift = sample % count
-    return list(range(shift, count)) + list(range(shift))
-
-
-def blind_choices(item: MCQ, sample: int) -> tuple[list[dict], dict[str, str]]:
-    """The options as sample `sample` shows them, and shown letter → the item's own letter."""
-    heads = [c for c in item.choices if c.id in rules.POSITIONS]
-    tail = [c for c in item.choices if c.id not in rules.POSITIONS]
-    shown = [heads[i] for i in blind_order(len(heads), sample)] + tail
-    letters = [c.id for c in item.choices]
-    return ([{"id": letters[n], "text": c.text} for n, c in enumerate(shown)],
-            {letters[n]: c.id for n, c in enumerate(shown)})
+from synth.stages.filter.decide import (  # noqa: F401  (re-exported)
+    FILTERS,
+    MCQ_ONLY,
+    OPEN_ONLY,
+    blind_problem,
+    blind_votes,
+    decide,
+    formats_of,
+    human_verdicts,
+    inference_problem,
+    item_problems,
+    open_problem,
+    report,
+    single_point_problem,
+    support_problem,
+    unique_problem,
+)
+from synth.stages.filter.readers import (  # noqa: F401  (re-exported)
+    Blind,
+    Checked,
+    ChoicesOnly,
+    OpenAnswer,
+    OpenMatch,
+    SingleTrace,
+    Sufficiency,
+    Uniqueness,
+    blind_choices,
+    blind_order,
+    choices_only_variables,
+    inference_model,
+    inference_statements,
+    open_blind_variables,
+    open_judge_variables,
+)
 
 
 def first_seen(traces: Iterable[Trace]) -> dict[str, dt.datetime]:
@@ -167,7 +125,8 @@ def blind_variables(item: MCQ, sample: int = 0) -> dict:
 
 def build_checked(item: MCQ, support: Sufficiency, blinds: list[Blind],
                   singles: list[tuple[str, Blind]] = (), grounding: BaseModel | None = None,
-                  unique: Uniqueness | None = None) -> Checked:
+                  unique: Uniqueness | None = None, only: ChoicesOnly | None = None,
+                  opened: tuple[OpenAnswer, OpenMatch] | None = None) -> Checked:
     votes = [blind_choices(item, k)[1].get(b.choice, b.choice) for k, b in enumerate(blinds)]
     refs = inference_statements(item)
     stating = [refs[n - 1].evidence_id for n in sorted(set(grounding.states_answer))] if grounding else []
@@ -175,7 +134,10 @@ def build_checked(item: MCQ, support: Sufficiency, blinds: list[Blind],
                    blind_confidence=blinds[0].confidence, blind_reason=blinds[0].reason,
                    single_trace=[SingleTrace(trace_id=t, choice=b.choice, confidence=b.confidence) for t, b in singles],
                    stating=stating, stating_reason=grounding.reason if grounding else "",
-                   unique=unique.only_answer if unique else True, unique_reason=unique.reason if unique else "")
+                   unique=unique.only_answer if unique else True, unique_reason=unique.reason if unique else "",
+                   choices_only=only.choice if only else "",
+                   open_answer=opened[0].answer if opened else "", open_match=opened[1].matches if opened else None,
+                   open_reason=opened[1].reason if opened else "")
 
 
 def other_traces(item: MCQ, related: list[str], limit: int) -> list[str]:
@@ -189,34 +151,9 @@ def unique_variables(item: MCQ, others: list[str], traces: dict[str, Trace], sec
             "answer": item.answer, "traces": trace_excerpts(others, traces, section)}
 
 
-def unique_problem(checked: Checked) -> str:
-    return "" if checked.unique else f"another trace answers the question differently: {checked.unique_reason}"
-
-
-def inference_statements(item: MCQ) -> list:
-    """The evidence an inference item rests on (one per evidence id), as its judge numbers them; [] otherwise."""
-    if item.question_type != "inference":
-        return []
-    return list({ref.evidence_id: ref for ref in item.evidence}.values())
-
-
 def inference_variables(item: MCQ) -> dict:
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
             "answer": item.answer, "evidence": [{"statement": r.statement} for r in inference_statements(item)]}
-
-
-def inference_problem(item: MCQ, checked: Checked) -> str:
-    """An inference item rests on two or more statements, none of which states its answer (else it is a lookup).
-    The count is model-free; which statements state the answer is the inference judge's verdict."""
-    if item.question_type != "inference":
-        return ""
-    count = len(inference_statements(item))
-    if count < 2:
-        return f"an inference item rests on {count} statement(s); it needs two or more"
-    if checked.stating:
-        return (f"evidence {', '.join(checked.stating)} states the answer outright, so the item is a lookup: "
-                f"{checked.stating_reason}")
-    return ""
 
 
 class Judge:
@@ -273,115 +210,43 @@ class Judge:
         return await self.ctx.ask("filter_unique", "filter_unique.j2",
                                   unique_variables(item, others, self.traces, self.section), Uniqueness)
 
+    async def choices_only(self, item: MCQ) -> ChoicesOnly | None:
+        if not self.section.choices_only or not answerable(item):
+            return None
+        return await self.ctx.ask("filter_choices_only", "filter_choices_only.j2", choices_only_variables(item),
+                                  ChoicesOnly)
+
+    async def open_blind(self, item: MCQ) -> tuple[OpenAnswer, OpenMatch] | None:
+        """The open question on its own: a no-context reader answers in free text, a judge compares the answer
+        with the reference (two routable tasks: the reader and the judge may be different models)."""
+        if not self.section.open_blind or not answerable(item):
+            return None
+        answer = await self.ctx.ask("filter_open_blind", "filter_open_blind.j2", open_blind_variables(item),
+                                    OpenAnswer)
+        matched = await self.ctx.ask("filter_open_judge", "filter_open_judge.j2",
+                                     open_judge_variables(item, answer.answer), OpenMatch)
+        return answer, matched
+
     async def check(self, item: MCQ) -> Records:
         # Independent judgements: ask them all at once (one level off the stage's critical path).
         singles = single_trace_ids(item, self.section.single_trace_max)
-        support, grounding, unique, *rest = await asyncio.gather(self.sufficiency(item), self.grounding(item),
-                                                                 self.unique(item), *(
-            self.blind(item, k) for k in range(self.section.blind_samples)), *(
-            self.single_trace(item, t) for t in singles))
+        support, grounding, unique, only, opened, *rest = await asyncio.gather(
+            self.sufficiency(item), self.grounding(item), self.unique(item), self.choices_only(item),
+            self.open_blind(item), *(self.blind(item, k) for k in range(self.section.blind_samples)),
+            *(self.single_trace(item, t) for t in singles))
         blinds, answered = rest[:self.section.blind_samples], rest[self.section.blind_samples:]
-        return {"checks": [build_checked(item, support, blinds, answered, grounding, unique)]}
-
-
-def support_problem(checked: Checked) -> str:
-    return "" if checked.supported else f"the evidence does not support the answer: {checked.support_reason}"
-
-
-def blind_votes(item: MCQ, checked: Checked) -> list[str]:
-    """Every no-context pick of this item: the refinement validator's last (when it made one), then the filter's."""
-    last = item.refinement[-1].validator_choice if item.refinement else ""
-    return ([last] if last else []) + list(checked.blind_votes)
-
-
-def blind_problem(item: MCQ, checked: Checked, unanswerable_too: bool) -> str:
-    """A majority of no-context picks lands on the key: guessable, whatever confidence the judge stated."""
-    if not answerable(item) and not unanswerable_too:
-        return ""
-    votes = blind_votes(item, checked)
-    right = sum(vote == item.correct_choice_id for vote in votes)
-    if votes and right * 2 > len(votes):
-        return (f"answered correctly without any context by {right} of {len(votes)} picks "
-                f"({', '.join(votes)}): {checked.blind_reason}")
-    return ""
-
-
-def single_point_problem(item: MCQ, checked: Checked, threshold: float) -> str:
-    """A multi-point item answered from ONE of its traces with confidence is a single-point item in disguise."""
-    hit = next((s for s in checked.single_trace
-                if s.choice == item.correct_choice_id and s.confidence >= threshold), None)
-    return "" if hit is None else (f"trace {hit.trace_id} alone gives the answer ({hit.choice}, confidence "
-                                   f"{hit.confidence:.2f}): a single-point item in disguise")
-
-
-def human_verdicts(path: Path) -> dict[str, str]:
-    """Item id → reason, for items a reviewer rejected (a later verdict for the same id wins)."""
-    rejected: dict[str, str] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                if row.get("verdict") == "reject":
-                    rejected[row["id"]] = row.get("reason") or "rejected by a reviewer"
-                else:
-                    rejected.pop(row["id"], None)
-    return rejected
-
-
-# ------------------------------------------------------------------------------------------------ stage
-
-def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review_reason: str,
-                  traces: dict[str, Trace], section: FilterSettings) -> list[tuple[str, str]]:
-    """(filter, reason) for every filter but the near-duplicate one, in FILTERS order ('' passes). A malformed
-    item is judged by format alone (it had no model checks: `checked` is None)."""
-    if format_reason:
-        return [("format", format_reason)]
-    assert checked is not None, f"{item.id}: a well-formed item is decided only after its model checks"
-    return [
-        ("format", ""), ("profile_2x2", profile_problem(item)),
-        ("medium_span", medium_span_check(item, traces)), ("dated_question", dated_question_problem(item)),
-        ("multi_point_span", span_problem(item, traces, section.min_span_days)),
-        ("single_answer", single_answer_problem(item)), ("sufficiency", support_problem(checked)),
-        ("unique", unique_problem(checked)),
-        ("single_point", single_point_problem(item, checked, section.single_trace_confidence)),
-        ("inference_grounding", inference_problem(item, checked)),
-        ("blind", blind_problem(item, checked, section.blind_unanswerable)),
-        ("length", length_problem(item, section.length_ratio)),
-        ("centrality", centrality_problem(item, section.centrality_margin)),
-        ("temporal", temporal_problem(item, traces)), ("human_review", review_reason),
-    ]
-
-
-def decide(items: list[MCQ], checks: dict[str, Checked], problems: dict[str, list[tuple[str, str]]],
-           section: FilterSettings) -> tuple[list[FinalItem], list[Rejected]]:
-    """Apply every filter in order; near-duplicate questions are judged against the items kept so far (first one
-    wins); cross-type duplicates among the items every other filter passed (the rarer type wins)."""
-    final: list[FinalItem] = []
-    rejected: list[Rejected] = []
-    clean = [item for item in items if not any(reason for _, reason in problems[item.id])]
-    cross = cross_type_duplicates(clean, section.cross_type_evidence_jaccard, section.cross_type_answer_overlap)
-    for item in items:
-        checked = checks.get(item.id)
-        found = list(problems[item.id])
-        if not any(reason for _, reason in found):
-            at = FILTERS.index("duplicate")
-            found[at:at] = [("duplicate", duplicate_problem(item, final, section.dedup_threshold)),
-                            ("cross_type_duplicate", cross.get(item.id, ""))]
-        verdicts = [FilterVerdict(filter=name, passed=not reason, reason=reason) for name, reason in found]
-        votes = blind_votes(item, checked) if checked else []
-        record = FinalItem(**item.model_dump(), blind_choice=checked.blind_votes[0] if checked else "",
-                           blind_confidence=checked.blind_confidence if checked else 0.0, blind_votes=votes,
-                           verdicts=verdicts)
-        failing = next((v for v in verdicts if not v.passed), None)
-        if failing is None:
-            final.append(record)
-        else:
-            rejected.append(Rejected(**record.model_dump(), filter=failing.filter, reason=failing.reason))
-    return final, rejected
+        return {"checks": [build_checked(item, support, blinds, answered, grounding, unique, only, opened)]}
 
 
 def check_key(item: MCQ) -> str:
     return f"check/{item.id}"
+
+
+def registry_names(ctx: StageContext) -> tuple[str, ...]:
+    """The people and places of this life (people.jsonl when the run has one, and the relations): the entities
+    the entity-overlap measure counts."""
+    people = [p.name for p in ctx.people] if (ctx.dir / "people.jsonl").is_file() else []
+    return tuple(dict.fromkeys([*people, *(r.name for r in ctx.persona.relations)]))
 
 
 async def run(ctx: StageContext) -> dict[str, list]:
@@ -395,27 +260,14 @@ async def run(ctx: StageContext) -> dict[str, list]:
     await ctx.units([(check_key(i), partial(judge.check, i)) for i in items if not formats[i.id]])
     checks = {i.id: found[0] for i in items if (found := ctx.done_records(check_key(i), "checks", Checked))}
     reviewed = human_verdicts(ctx.dir / REVIEW_FILE)
+    names = registry_names(ctx)
     # An item whose checks failed this run is left to the retry (the runner reports the stage as failed).
     decidable = [i for i in items if formats[i.id] or i.id in checks]
     problems = {i.id: item_problems(i, checks.get(i.id), formats[i.id], reviewed.get(i.id, ""), judge.traces,
-                                    section) for i in decidable}
+                                    section, names) for i in decidable}
     final, rejected = decide(decidable, checks, problems, section)
     write_json_atomic(ctx.dir / "filter_report.json", report(items, final, rejected))
     return {"final.jsonl": final, "rejected.jsonl": rejected}
-
-
-
-def report(items: list[MCQ], final: list[FinalItem], rejected: list[Rejected]) -> dict:
-    by_filter: dict[str, int] = {}
-    for r in rejected:
-        by_filter[r.filter] = by_filter.get(r.filter, 0) + 1
-    return {
-        "items": len(items), "kept": len(final), "rejected": len(rejected), "rejected_by_filter": by_filter,
-        "cross_type_duplicates": by_filter.get("cross_type_duplicate", 0),
-        **blind_accuracy([*final, *rejected]),
-        "final": bias_report(final),
-        "before_filtering": bias_report(items),
-    }
 
 
 STAGE = Stage(
@@ -423,9 +275,15 @@ STAGE = Stage(
     reads=("persona.jsonl", "evidence.jsonl", "traces.jsonl", "mcq.jsonl"),
     writes=("final.jsonl", "rejected.jsonl"),
     templates=("filter_sufficiency.j2", "filter_blind.j2", "filter_single_trace.j2", "filter_inference.j2",
-               "filter_unique.j2"),
-    judges=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique"),
-    tasks=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique"),
+               "filter_unique.j2", "filter_choices_only.j2", "filter_open_blind.j2", "filter_open_judge.j2"),
+    judges=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique",
+            "filter_choices_only", "filter_open_blind", "filter_open_judge"),
+    tasks=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique",
+           "filter_choices_only", "filter_open_blind", "filter_open_judge"),
     body=run,
-    help="Format, evidence sufficiency, blind test, option length, temporal leakage, near-duplicates, human review.",
+    help="Format, evidence sufficiency, blind tests (options; options alone; the open question), option length, "
+         "centrality, temporal leakage, near-duplicates, human review; each item keeps the formats that passed.",
 )
+
+
+
