@@ -335,8 +335,11 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     older = [r for r in judges.seen if r.task not in readers]
     assert singles >= 10 * limit and len(older) == 3 * 15 + singles + len(uniques)
     # the options-only reader and the open reader (with its judge): once per well-formed answerable item
-    for task in readers:
+    for task in ("filter_open_blind", "filter_open_judge"):
         assert sum(r.task == task for r in judges.seen) == 14
+    asked = [i for n, i in enumerate(items) if n not in (6, 7)]  # not the unanswerable one, not the malformed one
+    distinct = {tuple(c.text for c in i.choices) for i in asked}  # equal prompts are answered once (the cache)
+    assert sum(r.task == "filter_choices_only" for r in judges.seen) == len(distinct)
     for r in judges.seen:
         text = r.messages[-1]["content"]
         if r.task == "filter_choices_only":
@@ -354,7 +357,8 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     assert "--- " in prompt  # it reads traces, not only the arc's statements
     report = json.loads((world.dir / "filter_report.json").read_text())
     assert report["kept"] == 8 and report["open_valid"] == 7 and report["mcq_valid"] == 3
-    assert report["by_type"]["factual"]["generated"] == 13 and "choices_only_accuracy" in report
+    assert report["by_type"]["causal"] == {"generated": 14, "open_valid": 6, "mcq_valid": 2}
+    assert "choices_only_accuracy" in report and "key_entity_central_rate" in report["final"]
     assert set(report["final"]["positions"]) == {"A", "B", "C", "D"}
     assert 0 <= report["final"]["correct_is_longest_rate"] <= 1
 
