@@ -49,7 +49,9 @@ def _other_arc(item: ItemView, c: Candidate) -> bool:
 
 
 def _in_window(item: ItemView, c: Candidate) -> bool:
-    return item.start <= c.seen <= item.end or abs((c.seen - item.end).days) <= max(7, item.window_days)
+    """Within the item's span, widened by a week (or half the span) each side: a one-day item has a window too."""
+    slack = dt.timedelta(days=max(7.0, item.window_days))
+    return item.start - slack <= c.seen <= item.end + slack
 
 
 def _outside_window(item: ItemView, c: Candidate) -> bool:
