@@ -125,3 +125,124 @@ def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(worl
     places = {[n for n, s in enumerate(render.shuffled(qa.model_copy(update={"id": f"q{i}"}), four(texts, 0), 1))
                if s.role == "key"][0] for i in range(40)}
     assert places == {0, 1, 2, 3}
+
+
+# ------------------------------------------------------------------------------------- the stage, scripted
+
+KEY_MARK = "Statement 0.0"  # the hand-made item's evidence (test_qa_stages.hand_qa)
+
+
+class Scripted:
+    """Answers by task: the renderer writes each statement set as an answer (tagged with its round); the reader
+    picks the key's rendering in the first `key_picks` rounds, another option after; the verify judge agrees."""
+
+    name = "fake"
+    key_env = None
+
+    def __init__(self, key_picks: int = 1, also_true_once: bool = False) -> None:
+        self.key_picks = key_picks
+        self.also_true_once = also_true_once
+        self.seen: list[LLMRequest] = []
+        self.renders = 0
+
+    def reply(self, request: LLMRequest) -> dict:
+        prompt = request.messages[-1]["content"]
+        if request.task == "distractors_render":
+            self.renders += 1
+            sets = re.findall(r"Statement set (\d):\n((?:- .*\n)+)", prompt)
+            return {"options": [{"number": int(n), "text": f"Round {self.renders}, honestly it came down to this: "
+                                 + " and ".join(line[2:] for line in body.strip().splitlines()) + "."}
+                                for n, body in sets]}
+        if request.task == "distractors_seeds":
+            need = int(re.search(r"Write (\d) statement sets", prompt).group(1))
+            return {"seeds": [{"statements": [f"Statement 9{k}.0: he did another thing {k} and felt {k}"]}
+                              for k in range(need)]}
+        shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCD"}}
+        key = next(c for c, text in shown.items() if KEY_MARK in text)
+        if request.task == "distractors_validate":
+            picks_key = sum(r.task == "distractors_validate" for r in self.seen) <= self.key_picks
+            return {"choice": key if picks_key else next(c for c in "ABCD" if c != key), "needs_memory": True,
+                    "reason": "READER-REASON: one answer sounds lived-in"}
+        other = next(c for c in "ABCD" if c != key)
+        holds_too = self.also_true_once and sum(r.task == "distractors_verify" for r in self.seen) == 1
+        return {"key_supported": True, "others_ruled_out": not holds_too, "question_favours_option": False,
+                "notes": [{"option": other, "problem": "ALSO-TRUE"}] if holds_too else [], "reason": "checked"}
+
+    async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
+        self.seen.append(request)
+        return ProviderResponse(text=json.dumps(self.reply(request)), usage=Usage(input_tokens=10, output_tokens=5))
+
+
+def prompts_of(provider: Scripted, task: str) -> list[str]:
+    return [" ".join(m["content"] for m in r.messages) for r in provider.seen if r.task == task]
+
+
+def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
+    provider = Scripted(key_picks=1)
+    world = World(tmp_path / "out", provider=provider)
+    qa = hand_qa(world)  # causal: a seeded type
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert [r.task for r in provider.seen] == ["distractors_render", "distractors_validate"] * 2 + [
+        "distractors_verify"]
+    assert [(r.round, r.too_easy, r.blind_correct) for r in mcq.refinement] == [(1, True, True), (2, False, False)]
+    # the key is the second round's rendering of the true seed, at the item's balanced position; the free-text
+    # answer stays the QA writer's
+    assert mcq.correct_choice_id == key_letter(qa) and mcq.answer == ANSWER
+    key_text = next(c.text for c in mcq.choices if c.id == mcq.correct_choice_id)
+    assert key_text.startswith("Round 2,") and KEY_MARK in key_text
+    assert all(c.text.startswith("Round 2,") for c in mcq.choices[:4])  # all four re-rendered, none kept
+    placed = {s.choice_id: s for s in mcq.option_seeds}
+    assert sorted(placed) == list("ABCD") and placed[mcq.correct_choice_id].role == "key"
+    assert all(not s.invented and s.evidence_ids for s in mcq.option_seeds)
+    renders = prompts_of(provider, "distractors_render")
+    assert "READER-REASON" not in renders[0] and "READER-REASON" in renders[1]
+    for prompt in [*renders, *prompts_of(provider, "distractors_validate")]:
+        # no mark of the true option: not the reference answer, not the reader's hit, no records
+        assert ANSWER not in prompt and "picked the correct" not in prompt and "SECRET TRACE" not in prompt
+        assert "marked correct" not in prompt
+    for prompt in renders:
+        assert prompt.count("Statement set ") == 4 and KEY_MARK in prompt and "correct" not in prompt.lower()
+
+
+def test_a_seed_the_verify_judge_finds_also_true_is_replaced(tmp_path):
+    provider = Scripted(key_picks=0, also_true_once=True)
+    world = World(tmp_path / "out", provider=provider)
+    hand_qa(world)
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    first, second = mcq.refinement
+    assert first.supported is False and first.also_true and second.supported is True
+    renders = prompts_of(provider, "distractors_render")
+    dropped = re.search(rf"{first.also_true[0]}\. Round 1, honestly it came down to this: (.*)\.",
+                        prompts_of(provider, "distractors_verify")[0]).group(1)
+    assert dropped in renders[0] and dropped not in renders[1]
+
+
+def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_path):
+    provider = Scripted(key_picks=0)
+    world = World(tmp_path / "out", provider=provider)
+    qa = hand_qa(world)
+    from synth.core.jsonl import write_atomic
+
+    # asked the day after the first event: no other event seen yet, so all three seeds are written
+    write_atomic(world.dir / "qa.jsonl", [qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20)})])
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert [r.task for r in provider.seen][:2] == ["distractors_seeds", "distractors_render"]
+    assert sorted(s.invented for s in mcq.option_seeds) == [False, True, True, True]
+    assert all(not s.evidence_ids for s in mcq.option_seeds if s.invented)
+    [render_prompt] = prompts_of(provider, "distractors_render")
+    assert "invented" not in render_prompt.lower() and "counter" not in render_prompt.lower()
+    # the counter-seeds read like any other statement set
+    assert re.search(r"Statement set \d:\n- Statement 90\.0", render_prompt)
+
+
+def test_unanswerable_items_keep_the_written_inventions(tmp_path):
+    provider = Scripted()
+    world = World(tmp_path / "out")
+    hand_qa(world, "unanswerable")
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert mcq.correct_choice_id == "E" and not mcq.option_seeds
+    assert {r.task for r in world.fake.seen} >= {"distractors"} and provider.seen == []
