@@ -150,9 +150,8 @@ class Scripted:
         if request.task == "distractors_render":
             self.renders += 1
             sets = re.findall(r"Statement set (\d):\n((?:- .*\n)+)", prompt)
-            return {"options": [{"number": int(n), "text": f"Round {self.renders}, honestly it came down to this: "
-                                 + " and ".join(line[2:] for line in body.strip().splitlines()) + "."}
-                                for n, body in sets]}
+            return {f"option_{n}": f"Round {self.renders}, honestly it came down to this: "
+                    + " and ".join(line[2:] for line in body.strip().splitlines()) + "." for n, body in sets}
         if request.task == "distractors_seeds":
             need = int(re.search(r"Write (\d) statement sets", prompt).group(1))
             return {"seeds": [{"statements": [f"Statement 9{k}.0: he did another thing {k} and felt {k}"]}
@@ -246,3 +245,22 @@ def test_unanswerable_items_keep_the_written_inventions(tmp_path):
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert mcq.correct_choice_id == "E" and not mcq.option_seeds
     assert {r.task for r in world.fake.seen} >= {"distractors"} and provider.seen == []
+
+
+# ------------------------------------------------------------------------------------- formats in synth eval
+
+def test_eval_asks_the_choice_only_of_mcq_valid_items_and_scores_free_text_only_on_open_valid_ones():
+    from synth.eval.data import _question
+    from synth.eval.metrics import question_metrics
+
+    raw = {"id": "q", "question": "What happened?", "question_type": "causal", "answer": "x",
+           "choices": [{"id": c, "text": c * 5} for c in "ABCDE"], "correct_choice_id": "B"}
+    assert _question(raw, "p").choices and _question(raw, "p").formats == ("open", "mcq")  # data without: both
+    open_only = _question({**raw, "formats": ["open"]}, "p")
+    assert open_only.choices == () and open_only.correct_choice_id is None
+    row = {"correct": True, "judge": {"truthfulness": 2, "consistency": 3, "memory_recall": 1.0}}
+    both = question_metrics({**row, "formats": ["open", "mcq"]})
+    assert both["choice_accuracy"] == 1.0 and both["qa_consistency"] == 1.0
+    mcq_only = question_metrics({**row, "formats": ["mcq"]})
+    assert mcq_only["choice_accuracy"] == 1.0 and mcq_only["qa_consistency"] is None
+    assert mcq_only["hallucination_rate"] is None and mcq_only["memory_recall"] == 1.0

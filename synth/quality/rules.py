@@ -62,9 +62,10 @@ def shape_problems(choices: Sequence[tuple[Any, Any]], correct: Any, question_ty
 
 
 def option_problems(choices: Sequence[tuple[str, str]], correct: str, question: str, answer: str,
-                    question_type: str, min_option_chars: int) -> list[str]:
+                    question_type: str, min_option_chars: int, key_seed_at: str | None = None) -> list[str]:
     """What makes a well-shaped item unusable: empty or repeated text, stub options that give it away, E as the
-    answer of an answerable question, a correct option that is not the answer."""
+    answer of an answerable question, a correct option that is not the answer — or, for options rendered from
+    seeds (`key_seed_at`: the letter the key's seed was rendered at), a key that is not the key seed's rendering."""
     problems = []
     if not question.strip() or not answer.strip():
         problems.append("empty question or answer")
@@ -80,6 +81,9 @@ def option_problems(choices: Sequence[tuple[str, str]], correct: str, question: 
     if answerable(question_type):
         if correct == "E":
             problems.append("E must be correct exactly for unanswerable questions")
+        elif key_seed_at is not None:
+            if key_seed_at != correct:
+                problems.append(f"the correct option is {correct}, but the key's seed was rendered at {key_seed_at}")
         elif norm_option(choice_text(choices, correct)) != norm_option(answer):
             problems.append("the correct option is not the answer")
     return problems

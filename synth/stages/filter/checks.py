@@ -23,13 +23,18 @@ def _choices(item: MCQ) -> list[tuple[str, str]]:
     return [(c.id, c.text) for c in item.choices]
 
 
+def key_seed_at(item: MCQ) -> str | None:
+    """The letter an item's key seed was rendered at (None: its options were not rendered from seeds)."""
+    return next((s.choice_id for s in item.option_seeds if s.role == "key"), None)
+
+
 def format_problem(item: MCQ, language: str, traces: dict[str, Trace], evidence_ids: set[str],
                    min_option_chars: int = 4) -> str:
     """Schema is already checked on read; this catches empty, misaligned, stub or dangling content."""
     choices = _choices(item)
     problems = [*rules.shape_problems(choices, item.correct_choice_id, item.question_type, language),
                 *rules.option_problems(choices, item.correct_choice_id, item.question, item.answer,
-                                       item.question_type, min_option_chars)]
+                                       item.question_type, min_option_chars, key_seed_at(item))]
     if problems:
         return problems[0]
     if not answerable(item):

@@ -14,13 +14,13 @@ BAND = (0.75, 1.25)  # each option's length, as a share of the reference answer'
 COPY_MIN_CHARS = {"en": 40, "zh": 15}  # a sentence this long found verbatim in a trace is copied, not written
 
 
-class RenderedOption(BaseModel):
-    number: int = Field(ge=1, le=4)
-    text: str = Field(min_length=1)
-
-
 class Rendered(BaseModel):
-    options: list[RenderedOption] = Field(min_length=4, max_length=4)
+    """One field per statement set: the schema itself asks for each of the four exactly once."""
+
+    option_1: str = Field(min_length=1)
+    option_2: str = Field(min_length=1)
+    option_3: str = Field(min_length=1)
+    option_4: str = Field(min_length=1)
 
 
 class CounterSeed(BaseModel):
@@ -58,17 +58,9 @@ def render_variables(qa: QA, persona, arcs, ordered: list[OptionSeed], feedback:
             "min_chars": lo, "max_chars": hi, "feedback": feedback}
 
 
-def check_rendered(rendered: Rendered) -> None:
-    """Each of the four numbers rendered once (a re-ask otherwise)."""
-    numbers = sorted(o.number for o in rendered.options)
-    if numbers != [1, 2, 3, 4]:
-        raise ValueError(f"render each of options 1-4 exactly once (got {numbers})")
-
-
 def mapped(ordered: list[OptionSeed], rendered: Rendered) -> list[tuple[OptionSeed, str]]:
     """Each seed with its rendering, in the renderer's order."""
-    texts = {o.number: o.text.strip() for o in rendered.options}
-    return [(seed, texts[n]) for n, seed in enumerate(ordered, 1)]
+    return [(seed, getattr(rendered, f"option_{n}").strip()) for n, seed in enumerate(ordered, 1)]
 
 
 _SENTENCE = re.compile(r"[^.!?。！？;；\n]+")
