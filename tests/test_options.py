@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_qa_stages import ANSWER, PID, World, hand_qa, key_letter, world  # noqa: F401  (the fixture)
+from test_qa_stages import ANSWER, PID, World, hand_qa, key_letter
 
 from synth.llm.base import LLMRequest, ProviderResponse, Usage
 from synth.records import MCQ, QA, Event, Evidence, EvidenceRef, OptionSeed
@@ -114,7 +114,8 @@ def renderer_prompt(world: World, qa: QA, seeds_: list[OptionSeed], number: int 
         qa, persona, world.read("arcs.jsonl", LifeArc), ordered, []))
 
 
-def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(world):
+def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(tmp_path):
+    world = World(tmp_path / "out")
     qa = item("causal", [8])
     texts = ["He moved out in March.", "He quit the choir.", "He bought a bike.", "He called his sister."]
     prompts = {renderer_prompt(world, qa, four(texts, key)) for key in range(4)}

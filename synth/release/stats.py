@@ -214,6 +214,15 @@ def record_validity(out: Path) -> dict:
     return validity
 
 
+def _formats_view(rows: dict[str, dict[str, int]]) -> Table:
+    table = Table(title="formats by question type (generated → open-valid → MCQ-valid)")
+    for col in ("type", "generated", "open-valid", "MCQ-valid"):
+        table.add_column(col)
+    for qtype, row in rows.items():
+        table.add_row(qtype, str(row["generated"]), str(row["open_valid"]), str(row["mcq_valid"]))
+    return table
+
+
 def _formats_table(final: list[FinalItem], rejected: list[Rejected]) -> dict[str, dict[str, int]]:
     """Per question type: items generated, open-valid, MCQ-valid."""
     table: dict[str, dict[str, int]] = {}
@@ -263,12 +272,7 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
                        str(row["rejected"]))
     console.print(people)
     console.print(_table("final items by question type", data["by_type"], data["final"]))
-    formats = Table(title="formats by question type (generated → open-valid → MCQ-valid)")
-    for col in ("type", "generated", "open-valid", "MCQ-valid"):
-        formats.add_column(col)
-    for qtype, row in data["formats_by_type"].items():
-        formats.add_row(qtype, str(row["generated"]), str(row["open_valid"]), str(row["mcq_valid"]))
-    console.print(formats)
+    console.print(_formats_view(data["formats_by_type"]))
     console.print(_table("final items by dimension", data["by_dimension"], data["final"]))
     console.print(_table("traces by medium", data["by_medium"], sum(data["by_medium"].values())))
     console.print(_media_table(data))

@@ -33,7 +33,7 @@ FILTERS = ("format", "profile_2x2", "medium_span", "dated_question", "multi_poin
            "human_review")
 # Filters that judge only one form: a failing MCQ-only filter leaves the open question standing, and a failing
 # open-only filter leaves the multiple choice; every other filter judges what both rest on.
-MCQ_ONLY = ("profile_2x2", "single_answer", "rounds_exhausted", "single_point", "blind", "length", "centrality",
+MCQ_ONLY = ("single_answer", "rounds_exhausted", "single_point", "blind", "length", "centrality",
             "entity_centrality")
 OPEN_ONLY = ("open_blind",)
 
