@@ -162,14 +162,22 @@ def make_item(traces: list[Trace], evidence: Evidence, *, number: int = 0, quest
     )
 
 
-def judges(correct: dict[str, str]) -> Scripted:
-    """The filter's judges answering by rule (`correct`: question text → correct option's text): unsupported when
-    the question says UNSUPPORTED; the blind judge picks the key (wherever a sample shows it) when the question says
-    GUESSABLE, a wrong option otherwise."""
+def judges(correct: dict[str, str], answers: dict[str, str] | None = None) -> Scripted:
+    """The filter's judges answering by rule (`correct`: question text → correct option's text; `answers`: question
+    text → its reference answer): unsupported when the question says UNSUPPORTED; the blind judge picks the key
+    (wherever a sample shows it) when the question says GUESSABLE, a wrong option otherwise; the open reader's free
+    guess is the reference when the question says OPEN; the options-only reader always picks A."""
+    answers = answers or {}
 
     def answer(request: LLMRequest) -> dict:
         prompt = request.messages[-1]["content"]
+        if request.task == "filter_choices_only":  # no question to go by: always the first option
+            return {"choice": "A", "reason": "longest"}
         question = next(q for q in correct if q in prompt)
+        if request.task == "filter_open_blind":  # OPEN: the free guess is the reference
+            return {"answer": answers.get(question, "") if "OPEN" in question else "no idea at all"}
+        if request.task == "filter_open_judge":
+            return {"matches": "OPEN" in question, "reason": "same point"}
         if request.task == "filter_sufficiency":
             return {"supported": "UNSUPPORTED" not in question, "reason": "checked"}
         if request.task == "filter_unique":  # ANOTHER: another record answers it differently

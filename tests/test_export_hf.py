@@ -55,8 +55,12 @@ def test_load_dataset_reads_every_config_with_the_records_rows(exported):
     assert rows["id"] == [i["id"] for i in final]
     for row, item in zip(rows, final, strict=True):
         assert row["question"] == item["question"] and row["answer"] == item["answer"]
-        assert row["correct_choice_id"] == item["correct_choice_id"]
-        assert [c["id"] for c in row["choices"]] == list("ABCDE")
+        assert row["formats"] == item["formats"]
+        if "mcq" in item["formats"]:
+            assert row["correct_choice_id"] == item["correct_choice_id"]
+            assert [c["id"] for c in row["choices"]] == list("ABCDE")
+        else:  # an open-only item carries no choices and no key
+            assert row["correct_choice_id"] == "" and row["choices"] == []
         assert [e["statement"] for e in row["evidence"]] == [e["statement"] for e in item["evidence"]]
         assert row["digital_trace_ids"] == item["digital_trace_ids"]
     trace_rows = datasets.load_dataset(folder, "traces", cache_dir=str(exported / "hf_cache"))["100k"]

@@ -159,7 +159,14 @@ def test_single_answer_needs_the_verify_judges_confirmation(parts):
     two_right = ok.model_copy(update={"supported": False, "too_easy": True, "support_reason": "C holds too"})
     assert filter_stage.single_answer_problem(with_rounds(item, two_right)) == "not exactly one right option: C holds too"
     unverified = RefinementRound(round=2, too_easy=True, reason="easy", validator_choice="B", guard="")
-    assert "never verified" in filter_stage.single_answer_problem(with_rounds(item, ok, unverified))
+    # rounds that ran out are no single-answer failure: named for what happened
+    assert filter_stage.single_answer_problem(with_rounds(item, ok, unverified)) == ""
+    assert filter_stage.rounds_problem(with_rounds(item, ok, unverified)) == (
+        "out of rounds after 2; the last stopped at the no-context validator (picked B): easy")
+    guarded = unverified.model_copy(update={"guard": "key_too_long", "reason": "too long"})
+    assert "a give-away rule (key_too_long)" in filter_stage.rounds_problem(with_rounds(item, guarded))
+    assert filter_stage.rounds_problem(with_rounds(item, two_right)) == ""  # the verify judge's own verdict
+    assert filter_stage.rounds_problem(with_rounds(item, ok)) == ""
     assert filter_stage.single_answer_problem(item) == ""  # options from elsewhere: not this check's to judge
     no_verify = RefinementRound(round=1, too_easy=False, reason="", validator_choice="A")
     assert filter_stage.single_answer_problem(with_rounds(item, no_verify)) == ""  # refinement ran without it
@@ -208,8 +215,11 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
         make_item(traces, ev[10], number=12, question_type="comparison",
                   question="How does the way you talk to Xiaomei compare with how it was before?"),  # span
         make_item(traces, ev[11], number=13, question="ANOTHER: what did you finally tell Xiaomei about work, Lin?"),  # unique
+        make_item(traces, ev[12], number=14, question="OPEN: what did you give up that winter, Lin?"),  # open_blind
+        make_item(traces, ev[13], number=15, question="GUESSABLE OPEN: what did you keep from your sisters?"),  # both
     ]
-    model = judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items})
+    model = judges({i.question: next(c.text for c in i.choices if c.id == i.correct_choice_id) for i in items},
+                   {i.question: i.answer for i in items})
     world = QAWorld(tmp_path / "out", model=model)
     from synth.core.jsonl import write_atomic
 
@@ -217,16 +227,26 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     world.run("filter")
     final = world.read("final.jsonl", FinalItem)
     rejected = {r.id: r for r in world.read("rejected.jsonl", Rejected)}
-    expected = {1: "length", 2: "sufficiency", 3: "blind", 4: "temporal", 5: "duplicate", 7: "format",
-                8: "dated_question", 9: "single_answer", 10: "centrality", 11: "single_point",
-                12: "multi_point_span", 13: "unique"}
+    # rejected: a filter judging both forms failed, or each form's own filter did (item 15: its first failure)
+    expected = {2: "sufficiency", 4: "temporal", 5: "duplicate", 7: "format", 8: "dated_question",
+                12: "multi_point_span", 13: "unique", 15: "blind"}
     assert {r.id: r.filter for r in rejected.values()} == {items[n].id: f for n, f in expected.items()}
     assert all(r.reason for r in rejected.values())
-    assert [i.id for i in final] == [items[0].id, items[6].id]
+    assert "free text" in next(v.reason for v in rejected[items[15].id].verdicts if v.filter == "open_blind")
+    # an MCQ-only failure leaves the open question; an open failure leaves the multiple choice
+    formats = {i.id: i.formats for i in final}
+    assert formats == {items[0].id: ["open", "mcq"], items[6].id: ["open", "mcq"], items[1].id: ["open"],
+                       items[3].id: ["open"], items[9].id: ["open"], items[10].id: ["open"], items[11].id: ["open"],
+                       items[14].id: ["mcq"]}
+    mcq_failed = {i.id: next(v.filter for v in i.verdicts if not v.passed) for i in final if i.formats != ["open", "mcq"]}
+    assert mcq_failed == {items[1].id: "length", items[3].id: "blind", items[9].id: "single_answer",
+                          items[10].id: "centrality", items[11].id: "single_point", items[14].id: "open_blind"}
+    kept = {i.id: i for i in final}
+    final = [i for i in final if i.formats == ["open", "mcq"]]
     for record in [*final, *(r for r in rejected.values() if r.filter != "format")]:
         assert record.blind_choice in "ABCDE" and record.blind_confidence == 0.95
         assert len(record.blind_votes) == 2 + (record.id == items[9].id)  # two samples (+ the validator's pick)
-    assert rejected[items[3].id].blind_votes == [items[3].correct_choice_id] * 2  # both rotated samples found the key
+    assert kept[items[3].id].blind_votes == [items[3].correct_choice_id] * 2  # both rotated samples found the key
     assert all(v.passed for v in final[0].verdicts) and [v.filter for v in final[0].verdicts] == list(
         filter_stage.FILTERS)  # every filter named, in order
     # a malformed item costs no model call; the others cost three each (sufficiency and two blind samples), and
@@ -237,7 +257,21 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     uniques = [r for r in model.seen if r.task == "filter_unique"]
     assert any("ANOTHER" in r.messages[-1]["content"] for r in uniques)
     assert not any("Which company" in r.messages[-1]["content"] for r in uniques), "not for unanswerable items"
-    assert singles >= 10 * limit and len(model.seen) == 3 * 13 + singles + len(uniques)
+    readers = {"filter_choices_only", "filter_open_blind", "filter_open_judge"}
+    older = [r for r in model.seen if r.task not in readers]
+    assert singles >= 10 * limit and len(older) == 3 * 15 + singles + len(uniques)
+    # the options-only reader and the open reader (with its judge): once per well-formed answerable item
+    for task in ("filter_open_blind", "filter_open_judge"):
+        assert sum(r.task == task for r in model.seen) == 14
+    asked = [i for n, i in enumerate(items) if n not in (6, 7)]  # not the unanswerable one, not the malformed one
+    distinct = {tuple(c.text for c in i.choices) for i in asked}  # equal prompts are answered once (the cache)
+    assert sum(r.task == "filter_choices_only" for r in model.seen) == len(distinct)
+    for r in model.seen:
+        text = r.messages[-1]["content"]
+        if r.task == "filter_choices_only":
+            assert not any(i.question in text for i in items) and "SECRET TRACE" not in text
+        if r.task == "filter_open_blind":
+            assert "SECRET TRACE" not in text and not any(c.text in text for i in items for c in i.choices[:4])
     assert sum(r.task == "filter_single_trace" for r in model.seen) == singles
     one = next(r.messages[-1]["content"] for r in model.seen if r.task == "filter_single_trace")
     assert one.count("--- ") == 1  # exactly one record shown
@@ -248,7 +282,9 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
     assert "Statement" in prompt and "most related to the question, from every life arc" in prompt
     assert "--- " in prompt  # it reads traces, not only the arc's statements
     report = json.loads((world.dir / "filter_report.json").read_text())
-    assert report["kept"] == 2 and report["rejected_by_filter"]["length"] == 1
+    assert report["kept"] == 8 and report["open_valid"] == 7 and report["mcq_valid"] == 3
+    assert report["by_type"]["causal"] == {"generated": 14, "open_valid": 6, "mcq_valid": 2}
+    assert "choices_only_accuracy" in report and "key_entity_central_rate" in report["final"]
     assert set(report["final"]["positions"]) == {"A", "B", "C", "D"}
     assert 0 <= report["final"]["correct_is_longest_rate"] <= 1
 

@@ -240,6 +240,11 @@ def hand_qa(world: QAWorld, question_type: str = "causal") -> QA:
     return qa
 
 
+# a type whose distractors are still written around the key (its options are numbers; the seeded types are
+# tested in test_options.py)
+WRITTEN = "temporal_duration"
+
+
 def distractor_reply(texts=SAME_LENGTH) -> str:
     return json.dumps({"distractors": [{"text": t, "why_wrong": "another mechanism"} for t in texts]})
 
@@ -248,8 +253,9 @@ def verdict_reply(needs_memory: bool, reason: str, choice: str = "A") -> str:
     return json.dumps({"choice": choice, "needs_memory": needs_memory, "reason": reason})
 
 
-def support_reply(key: bool = True, others: bool = True, notes=(), reason: str = "only the key holds") -> str:
-    return json.dumps({"key_supported": key, "others_ruled_out": others,
+def support_reply(key: bool = True, others: bool = True, notes=(), reason: str = "only the key holds",
+                  favours: bool = False) -> str:
+    return json.dumps({"key_supported": key, "others_ruled_out": others, "question_favours_option": favours,
                        "notes": [{"option": o, "problem": p} for o, p in notes], "reason": reason})
 
 
@@ -262,7 +268,7 @@ def not_key(qa: QA) -> str:
 
 
 def test_refinement_loop_regenerates_until_validator_and_verify_judge_agree(world):
-    qa = hand_qa(world)
+    qa = hand_qa(world, WRITTEN)
     # each round's options differ (identical options would replay the cached verdict, by design)
     world.model.queue("distractors", distractor_reply([t + " (1)" for t in SAME_LENGTH]),
                       distractor_reply([t + " (2)" for t in SAME_LENGTH]), distractor_reply())
@@ -295,7 +301,7 @@ def test_refinement_loop_regenerates_until_validator_and_verify_judge_agree(worl
 
 
 def test_the_verify_judge_sends_a_second_right_option_back(world):
-    qa = hand_qa(world)
+    qa = hand_qa(world, WRITTEN)
     world.model.queue("distractors", distractor_reply([t + " (1)" for t in SAME_LENGTH]), distractor_reply())
     world.model.queue("distractors_validate", verdict_reply(True, "hard", not_key(qa)),
                       verdict_reply(True, "hard", not_key(qa)))
@@ -310,7 +316,7 @@ def test_the_verify_judge_sends_a_second_right_option_back(world):
 
 
 def test_rounds_are_capped_and_the_last_options_stand(world):
-    qa = hand_qa(world)
+    qa = hand_qa(world, WRITTEN)
     world.config["distractors"]["rounds"] = 2
     world.model.queue("distractors", distractor_reply(), distractor_reply([t + "!" for t in SAME_LENGTH]))
     world.model.queue("distractors_validate", verdict_reply(False, "easy", not_key(qa)),
@@ -319,11 +325,11 @@ def test_rounds_are_capped_and_the_last_options_stand(world):
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert [r.too_easy for r in mcq.refinement] == [True, True]
     assert len(world.model.seen) == 4 and mcq.refinement[-1].reason == "still easy"
-    assert mcq.refinement[-1].supported is None  # never verified: the filter's single_answer check rejects it
+    assert mcq.refinement[-1].supported is None  # never verified: the filter's rounds_exhausted check rejects it
 
 
 def test_length_guard_asks_again_without_calling_the_validator(world):
-    qa = hand_qa(world)
+    qa = hand_qa(world, WRITTEN)
     short = ["No way.", "Work stuff.", "My mom, mostly.", "Nothing much."]
     world.model.queue("distractors", distractor_reply(short), distractor_reply())
     world.model.queue("distractors_validate", verdict_reply(True, "fine", not_key(qa)))
@@ -339,7 +345,7 @@ def test_length_guard_asks_again_without_calling_the_validator(world):
 
 def test_a_centroid_key_is_rewritten_before_any_model_judges_it(world):
     """Distractors that each swap one detail of the key make the key the options' centroid: caught by code."""
-    qa = hand_qa(world)
+    qa = hand_qa(world, WRITTEN)
     perturbed = [ANSWER.replace("Xiaomei", "my sister"), ANSWER.replace("weeks", "months"),
                  ANSWER.replace("in the car downstairs", "at the office late"),
                  ANSWER.replace("how lost I felt", "how angry I was")]

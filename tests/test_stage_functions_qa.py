@@ -369,11 +369,16 @@ def test_rounds_and_the_mcq_record():
     assert guarded.too_easy and guarded.validator_choice == "" and guarded.guard == "key_longest"
     assert distractors.feedback_entry(guarded) == {"round": 1, "kinds": ["key_longest"], "reason": "",
                                                    "blind_correct": False, "unsupported": ""}
-    support = distractors.Support(key_supported=True, others_ruled_out=False,
+    support = distractors.Support(key_supported=True, others_ruled_out=False, question_favours_option=False,
                                   notes=[distractors.OptionNote(option="C", problem="also true in March")],
                                   reason="C holds too")
-    verified = distractors.verified_round(judged, support)
+    verified = distractors.verified_round(judged, support, "A")
     assert verified.too_easy and verified.supported is False and "C: also true in March" in verified.support_reason
+    assert verified.also_true == ["C"]
+    # the question's wording favouring one option fails a round the rest passed
+    leading = distractors.verified_round(judged, support.model_copy(update={
+        "others_ruled_out": True, "question_favours_option": True, "notes": []}), "A")
+    assert leading.too_easy and leading.supported is True and leading.question_favours is True
     assert distractors.feedback_entry(verified)["unsupported"] == verified.support_reason
     choices, correct = distractors.arrange(hand_qa(), ["w one", "w two", "w three", "w four"], "en", 0)
     mcq = distractors.build_mcq(hand_qa(), choices, correct, [guarded, judged])

@@ -27,6 +27,8 @@ FIELD_NAMES = {
     "question", "answer", "choice", "needs_memory", "reason", "key_supported", "others_ruled_out", "notes",
     "why_wrong", "supported", "confidence", "truthfulness", "consistency", "covered_items", "helpfulness",
     "states_answer", "options",
+    # options rendered blind to the key; the open question's reader and judge
+    "question_favours_option", "option_N", "statements", "matches",
     # the lived-life planner's fields (issue 15)
     "new_people", "new_places", "relation", "reasons", "private", "revealed", "experience", "opinion",
     # the memory systems of synth eval (issue 16)
@@ -205,6 +207,18 @@ def _qa(name: str, question_type: str) -> dict | None:
                                  "feedback": [{"round": 1, "kinds": ["key_longest", "key_central"],
                                                "reason": "太长。", "blind_correct": True, "unsupported": "C"}]},
         "distractors_validate.j2": {**QUESTION, "choices": CHOICES},
+        "distractors_render.j2": {**common, **QUESTION, "min_chars": 15, "max_chars": 25,
+                                  "seeds": [{"number": n, "statements": ["周会上她让每个人先说自己的困难。"]}
+                                            for n in range(1, 5)],
+                                  "feedback": [{"round": 1, "kinds": ["key_longest", "key_entity_central",
+                                                                      "copied_sentence"],
+                                                "reason": "太长。", "favours": True, "unfaithful": True}]},
+        "distractors_seeds.j2": {**common, **QUESTION, "key": ["周会上她让每个人先说自己的困难。"],
+                                 "others": [["她请陈露先讲方案。"]], "need": 2, "size": 1},
+        "filter_choices_only.j2": {"choices": CHOICES},
+        "filter_open_blind.j2": {**QUESTION},
+        "filter_open_judge.j2": {"question": QUESTION["question"], "reference": "我更愿意先听。",
+                                 "candidate": "我先听大家说。"},
         "distractors_verify.j2": {**QUESTION, "choices": CHOICES, "correct": "B", "unanswerable": unanswerable,
                                   "evidence": QA_EVIDENCE, "traces": TRACES,
                                   "style_of": "周建国" if question_type == "factual" else ""},

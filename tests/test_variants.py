@@ -561,7 +561,8 @@ def test_the_mcq_tries_an_accepted_answer_no_give_away_rule_flags_first(tmp_path
     run(out, ["variants"], script)
     run(out, ["traces", "qa"])
     choose = Script({"distractors_validate": [{"choice": "E", "needs_memory": True, "reason": "needs the record"}],
-                     "distractors_verify": [{"key_supported": True, "others_ruled_out": True, "notes": [],
+                     "distractors_verify": [{"key_supported": True, "others_ruled_out": True,
+                                             "question_favours_option": False, "notes": [],
                                              "reason": "only the key fits every session"}]})
     run(out, ["distractors"], choose)
     [mcq] = load(directory, "mcq.jsonl")

@@ -190,6 +190,7 @@ class DistractorsSettings(Section):
     verify: bool
     related_traces: int = Field(ge=0)
     centrality_margin: float = Field(ge=0, le=1)
+    entity_margin: int = Field(ge=0)  # shared people/places the key may lead the others by (0: no check)
 
 
 class FilterSettings(Section):
@@ -207,6 +208,9 @@ class FilterSettings(Section):
     min_option_chars: dict[Literal["en", "zh"], int]
     sufficiency_max_evidence: int = Field(ge=1)
     unique_traces: int = Field(ge=0)  # the uniqueness judge reads this many other related traces (0: no check)
+    entity_margin: int = Field(ge=0)  # reject a key leading the shared people/places by this many (0: no check)
+    open_blind: bool  # a no-context reader answers the open question; a judge's match rejects the open form
+    choices_only: bool  # a reader sees only the options (no question); its pick is reported
     trace_chars: int = Field(ge=1)
     max_prompt_traces: int = Field(ge=0)
 

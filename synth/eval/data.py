@@ -48,6 +48,7 @@ class EvalQuestion:
     # a relation item (SubtleMemory): the accepted and known-wrong answers its free-text answer is judged against
     correct_answers: tuple[str, ...] = ()
     wrong_answers: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ("open", "mcq")  # the forms the item is valid in (synth's filter); data without: both
 
     @property
     def gold_ids(self) -> list[str]:
@@ -127,15 +128,18 @@ def _question(raw: dict, persona_key: str) -> EvalQuestion:
         sets = (top,)  # no per-statement linkage: the question's trace list is its one evidence set
     elif any(t not in covered for t in top):
         sets = sets + (tuple(t for t in top if t not in covered),)
-    choices = tuple((str(c.get("id")), str(c.get("text", ""))) for c in raw.get("choices") or [] if isinstance(c, dict))
+    formats = tuple(str(f) for f in raw.get("formats") or ("open", "mcq"))
+    # an item whose multiple choice failed the filter is asked as an open question only: no choice accuracy
+    choices = tuple((str(c.get("id")), str(c.get("text", ""))) for c in raw.get("choices") or []
+                    if isinstance(c, dict)) if "mcq" in formats else ()
     return EvalQuestion(
         id=qid, key=f"{persona_key}/{qid}", persona=persona_key, question=str(raw.get("question", "")),
         question_type=str(raw.get("question_type") or "unknown"), dimension=str(raw.get("dimension") or "unknown"),
         question_time=parse_time(raw.get("question_time"), end_of_day=True), answer=str(raw.get("answer", "")),
         statements=statements, evidence_sets=sets, background=background, choices=choices,
-        correct_choice_id=raw.get("correct_choice_id") or None, time_text=str(raw.get("question_time") or ""),
+        correct_choice_id=(raw.get("correct_choice_id") or None) if "mcq" in formats else None, time_text=str(raw.get("question_time") or ""),
         correct_answers=tuple(str(a) for a in raw.get("correct_answers") or []),
-        wrong_answers=tuple(str(a) for a in raw.get("wrong_answers") or []),
+        wrong_answers=tuple(str(a) for a in raw.get("wrong_answers") or []), formats=formats,
     )
 
 

@@ -118,9 +118,12 @@ def question_metrics(row: dict) -> dict[str, float | None]:
     out["memory_recall"] = judge.get("memory_recall")
     helpful = judge.get("memory_helpfulness")
     out["memory_helpfulness"] = None if helpful is None else helpful / 2
-    truth = judge.get("truthfulness")
+    # free-text scores count only where the open question is a valid item (synth's filter); choice accuracy only
+    # where the multiple choice is (its choices were dropped on loading otherwise, so `correct` is None)
+    is_open = "open" in (row.get("formats") or ("open", "mcq"))
+    truth = judge.get("truthfulness") if is_open else None
     out["hallucination_rate"] = None if truth is None else float(truth == 0)
-    consistency = judge.get("consistency")
+    consistency = judge.get("consistency") if is_open else None
     out["qa_consistency"] = None if consistency is None else consistency / 3
     out["perfect_rate"] = None if consistency is None else float(consistency == 3)
     return out

@@ -144,6 +144,7 @@ class Scorer:
         return {
             "key": q.key, "question_id": q.id, "persona": q.persona, "language": self.persona.language,
             "question_type": q.question_type, "dimension": q.dimension, "question_time": q.time_text,
+            "formats": list(q.formats),
             "visible_traces": r.visible, "retrieved": r.retrieved, "retrieved_at_k": r.at_k, "notes": r.notes,
             "dropped_ids": r.dropped, "gold_trace_ids": q.gold_ids,
             "recall": recall_scores(r.at_k, q.evidence_sets),

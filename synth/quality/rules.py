@@ -64,9 +64,10 @@ def shape_problems(choices: Sequence[tuple[Any, Any]], correct: Any, question_ty
 
 
 def option_problems(choices: Sequence[tuple[str, str]], correct: str, question: str, answer: str,
-                    question_type: str, min_option_chars: int) -> list[str]:
+                    question_type: str, min_option_chars: int, key_seed_at: str | None = None) -> list[str]:
     """What makes a well-shaped item unusable: empty or repeated text, stub options that give it away, E as the
-    answer of an answerable question, a correct option that is not the answer."""
+    answer of an answerable question, a correct option that is not the answer — or, for options rendered from
+    seeds (`key_seed_at`: the letter the key's seed was rendered at), a key that is not the key seed's rendering."""
     problems = []
     if not question.strip() or not answer.strip():
         problems.append("empty question or answer")
@@ -82,6 +83,9 @@ def option_problems(choices: Sequence[tuple[str, str]], correct: str, question: 
     if answerable(question_type):
         if correct == "E":
             problems.append("E must be correct exactly for unanswerable questions")
+        elif key_seed_at is not None:
+            if key_seed_at != correct:
+                problems.append(f"the correct option is {correct}, but the key's seed was rendered at {key_seed_at}")
         elif norm_option(choice_text(choices, correct)) != norm_option(answer):
             problems.append("the correct option is not the answer")
     return problems
@@ -183,8 +187,44 @@ def centrality_margin(options: dict[str, str], key: str) -> float:
     return scores.get(key, 0.0) - max(others) if others else 0.0
 
 
+_LATIN_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)?")
+_CJK_NAME = re.compile(r"[小老阿][\u4e00-\u9fff]")
+_NOT_NAMES = {"I", "I'm", "I've", "I'd", "The", "My", "We", "It", "But", "And", "Then", "So"}
+
+
+def option_entities(text: str, names: Iterable[str] = ()) -> set[str]:
+    """The people and places an option names: the registry's names found in it (`names`, from people.jsonl and
+    the relations), else a heuristic — capitalised words inside an English sentence, 小/老/阿 + a character in
+    Chinese (小何, 老张). Readers spot the names the key shares with every distractor; word overlap does not."""
+    known = {n for n in names if n and n in text}
+    if known:
+        return known
+    found = {m.group(0) for m in _LATIN_NAME.finditer(text)} - _NOT_NAMES
+    return found | set(_CJK_NAME.findall(text))
+
+
+def entity_overlap(options: dict[str, str], names: Iterable[str] = ()) -> dict[str, int]:
+    """Each A–D option's count of (entity, other option) pairs it shares: the entity centroid scores highest."""
+    names = list(names)
+    ents = {cid: option_entities(text, names) for cid, text in options.items() if cid in POSITIONS}
+    return {cid: sum(len(ents[cid] & ents[o]) for o in ents if o != cid) for cid in ents}
+
+
+def entity_margin(options: dict[str, str], key: str, names: Iterable[str] = ()) -> int:
+    """How many shared-entity pairs the key has above the next A–D option (≤ 0: it is not the entity centroid)."""
+    scores = entity_overlap(options, names)
+    others = [v for cid, v in scores.items() if cid != key]
+    return scores.get(key, 0) - max(others) if others else 0
+
+
+def key_is_entity_central(options: dict[str, str], key: str, names: Iterable[str] = ()) -> bool:
+    """The key shares the most people/places with the other options, strictly and at least one pair."""
+    return entity_margin(options, key, names) > 0
+
+
 def giveaways(options: dict[str, str], key: str, question_type: str, cannot_determine: str,
-              length_ratio: float, centrality_margin_min: float) -> list[tuple[str, str]]:
+              length_ratio: float, centrality_margin_min: float, entity_margin_min: int = 0,
+              names: Iterable[str] = ()) -> list[tuple[str, str]]:
     """Model-free give-aways of one arrangement, as (kind, description), in the order the refinement loop asks the
     writer to fix them; the kinds name the feedback the writer's template renders (no prompt text here)."""
     texts = [text for cid, text in options.items() if cid in POSITIONS]
@@ -202,11 +242,16 @@ def giveaways(options: dict[str, str], key: str, question_type: str, cannot_dete
     problem = length_problem(options[key], distractors, length_ratio)
     if problem:
         found.append(("key_too_long", problem))
-    elif key_is_longest(options, key):
+    elif correct_is_longest(options[key], distractors):
+        # strictly: an option as long as the key is what the prompt asks for, never a give-away
         found.append(("key_longest", f"the correct option ({len(options[key])} characters) is the longest"))
     lead = centrality_margin(options, key)
     if lead > 0 and lead >= centrality_margin_min:
         found.append(("key_central", f"the correct option is the most central (overlap {lead:+.2f} above the next)"))
+    ahead = entity_margin(options, key, names)
+    if entity_margin_min and ahead >= entity_margin_min:
+        found.append(("key_entity_central", f"the correct option shares the most people/places with the other "
+                                            f"options ({ahead} more shared than the next)"))
     return found
 
 

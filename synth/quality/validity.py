@@ -34,6 +34,11 @@ def key_is_central(item: MCQ) -> bool:
     return rules.key_is_most_central({c.id: c.text for c in item.choices}, item.correct_choice_id)
 
 
+def key_is_entity_central(item: MCQ, names: Iterable[str] = ()) -> bool:
+    """The key shares strictly the most people/places with the other A–D options (synth.quality.rules)."""
+    return rules.key_is_entity_central({c.id: c.text for c in item.choices}, item.correct_choice_id, names)
+
+
 def position_shares(items: Iterable[MCQ]) -> dict[str, float]:
     """Share of answerable items whose correct option is A, B, C, D."""
     counts = Counter(i.correct_choice_id for i in items if answerable(i))
@@ -41,13 +46,16 @@ def position_shares(items: Iterable[MCQ]) -> dict[str, float]:
     return {p: round(counts[p] / total, 4) if total else 0.0 for p in POSITIONS}
 
 
-def bias_report(items: Sequence[MCQ], tolerance: float = 0.05) -> dict:
+def bias_report(items: Sequence[MCQ], tolerance: float = 0.05, names: Iterable[str] = ()) -> dict:
     """Model-free give-aways over answerable items: position balance (each of A–D within ±tolerance of 25%), the
-    key-is-longest rate (goal ≤ 25%) and the key-is-most-central rate (goal ≤ 30%; chance is 25%)."""
+    key-is-longest rate (goal ≤ 25%), the key-is-most-central rate (goal ≤ 30%; chance is 25%) and the
+    key-is-entity-centroid rate (strictly the most shared people/places; goal ≤ 25%)."""
+    names = list(names)
     graded = [i for i in items if answerable(i)]
     shares = position_shares(graded)
     longest = sum(correct_is_longest(i) for i in graded) / len(graded) if graded else 0.0
     central = sum(key_is_central(i) for i in graded) / len(graded) if graded else 0.0
+    entity = sum(key_is_entity_central(i, names) for i in graded) / len(graded) if graded else 0.0
     return {
         "answerable": len(graded),
         "positions": shares,
@@ -56,6 +64,8 @@ def bias_report(items: Sequence[MCQ], tolerance: float = 0.05) -> dict:
         "correct_is_longest_ok": longest <= 0.25,
         "key_central_rate": round(central, 4),
         "key_central_ok": central <= 0.30,
+        "key_entity_central_rate": round(entity, 4),
+        "key_entity_central_ok": entity <= 0.25,
     }
 
 
@@ -89,3 +99,13 @@ def blind_accuracy(items: Iterable[FinalItem]) -> dict:
         "blind_by_type": by_type,
         "blind_flagged_types": [t for t, row in by_type.items() if row["above_chance"]],
     }
+
+
+def choices_only_accuracy(items: Iterable[FinalItem]) -> dict:
+    """How often a reader shown only the options (no question) picks the key, over answerable items it was asked
+    about; chance is 1 in 4 among A–D (Balepur et al., ACL 2024: above chance, the options alone give it away)."""
+    asked = [i for i in items if i.choices_only_choice and answerable(i)]
+    right = sum(i.choices_only_choice == i.correct_choice_id for i in asked)
+    return {"choices_only_answered": len(asked),
+            "choices_only_accuracy": round(right / len(asked), 4) if asked else 0.0,
+            "choices_only_ok": not asked or right / len(asked) <= 0.25 + BLIND_MARGIN}

@@ -441,12 +441,30 @@ class RefinementRound(BaseModel):
     blind_correct: bool = False  # the validator picked the key: too easy by fact, whatever it said
     supported: bool | None = None  # the verify judge: the key right and every other option wrong (None: not asked)
     support_reason: str = ""
+    key_supported: bool | None = None  # the verify judge: the key's option holds (None: not asked)
+    also_true: list[str] = []  # the verify judge: the other options it found holding as well (their letters)
+    question_favours: bool | None = None  # the verify judge: the question's wording favours one option (fails)
+
+
+class OptionSeed(BaseModel):
+    """What one A–D option was rendered from (synth.stages.options): evidence statements of this life — the key's
+    own evidence, or other evidence chosen per question type — or, when the life had too few fitting ones,
+    counter-seeds a model wrote as evidence statements (`invented`, never said so in a prompt)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["key", "distractor"]
+    statements: list[str]
+    evidence_ids: list[str] = []  # [] for an invented seed
+    invented: bool = False
+    choice_id: str = ""  # the letter its rendering stands at
 
 
 class MCQ(QA):
     choices: list[Choice]
     correct_choice_id: Literal["A", "B", "C", "D", "E"]
     refinement: list[RefinementRound] = []
+    option_seeds: list[OptionSeed] = []  # seeded items: what each A–D option was rendered from
 
 
 class FilterVerdict(BaseModel):
@@ -462,6 +480,12 @@ class FinalItem(MCQ):
     blind_confidence: float = 0.0
     blind_votes: list[str] = []  # every no-context pick: the refinement validator's last, then each blind sample
     verdicts: list[FilterVerdict] = []
+    # the forms this item is a benchmark item in: the open question stands on its own (a no-context reader's free
+    # answer did not match the reference) and/or the multiple choice passed its filters
+    formats: list[Literal["open", "mcq"]] = ["open", "mcq"]
+    choices_only_choice: str = ""  # the pick of a reader shown the options without the question
+    open_blind_answer: str = ""  # the no-context reader's free-text answer to the question
+    open_blind_match: bool | None = None  # the judge found it matches the reference (None: not asked)
 
 
 class TranslatedEvidence(BaseModel):

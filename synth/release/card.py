@@ -19,7 +19,8 @@ TYPES = question_types.names("clonemem")  # a card names those of CloneMem's eig
 # what the card shows of dataset.json's `validity` (a dataset recorded before one of them existed is recomputed)
 VALIDITY_KEYS = {"blind_accuracy", "blind_accuracy_answerable", "blind_picks", "blind_by_type", "blind_flagged_types",
                  "positions", "position_balance_ok", "correct_is_longest_rate", "correct_is_longest_ok",
-                 "key_central_rate", "key_central_ok"}
+                 "key_central_rate", "key_central_ok", "key_entity_central_rate", "choices_only_accuracy",
+                 "choices_only_answered", "open_valid", "mcq_valid", "formats_by_type"}
 SMALL_SAMPLE = 100  # fewer answerable items than this: the validity figures are noisy, and the card says so
 
 

@@ -52,8 +52,8 @@ class ExportQuestion(_Strict):
     dimension: Literal["experience", "emotion", "opinion"]
     digital_trace_ids: list[str]
     evidence: list[ExportEvidence]
-    choices: list[ExportChoice]
-    correct_choice_id: Literal["A", "B", "C", "D", "E"]
+    choices: list[ExportChoice]  # [] when the item is valid only as an open question
+    correct_choice_id: Literal["A", "B", "C", "D", "E"] | None
 
 
 class CloneMemFile(_Strict):
@@ -82,7 +82,9 @@ def build(persona: Persona, traces: list[Trace], items: list[FinalItem]) -> Clon
             answer=i.answer, dimension=i.dimension, digital_trace_ids=list(i.digital_trace_ids),
             evidence=[ExportEvidence(statement=e.statement, digital_trace_ids=list(e.digital_trace_ids))
                       for e in i.evidence],
-            choices=[ExportChoice(id=c.id, text=c.text) for c in i.choices], correct_choice_id=i.correct_choice_id,
+            # an item whose multiple choice failed its filters is released as an open question only
+            choices=[ExportChoice(id=c.id, text=c.text) for c in i.choices] if "mcq" in i.formats else [],
+            correct_choice_id=i.correct_choice_id if "mcq" in i.formats else None,
         )
         for i in items
     ]

@@ -41,7 +41,7 @@ def schemas() -> dict:
             ("id", s), ("persona_id", s), ("language", s), ("question_type", s), ("dimension", s), ("arc_id", s),
             ("question_time", s), ("question", s), ("answer", s), ("evidence", pa.list_(evidence)),
             ("digital_trace_ids", ids), ("choices", pa.list_(choice)), ("correct_choice_id", s),
-            ("blind_votes", ids),
+            ("blind_votes", ids), ("formats", ids),
             # relation items (SubtleMemory): their variant set and the references a free-text answer is judged by
             ("variant_set_id", s), ("correct_answers", ids), ("wrong_answers", ids)]),
         "traces": pa.schema([
@@ -56,6 +56,9 @@ def schemas() -> dict:
 
 
 def question_row(item: dict, language: str) -> dict:
+    """One question; an item valid only as an open question has no choices and no key (`formats` says which)."""
+    formats = id_list(item.get("formats")) or ["open", "mcq"]  # records from before formats: both
+    mcq = "mcq" in formats
     return {
         "id": text(item.get("id")), "persona_id": text(item.get("persona_id")),
         "language": record_language(item, language), "question_type": text(item.get("question_type")),
@@ -66,8 +69,10 @@ def question_row(item: dict, language: str) -> dict:
                       "digital_trace_ids": id_list(e.get("digital_trace_ids")),
                       "background": bool(e.get("background", False))} for e in dict_list(item.get("evidence"))],
         "digital_trace_ids": id_list(item.get("digital_trace_ids")),
-        "choices": [{"id": text(c.get("id")), "text": text(c.get("text"))} for c in dict_list(item.get("choices"))],
-        "correct_choice_id": text(item.get("correct_choice_id")), "blind_votes": id_list(item.get("blind_votes")),
+        "choices": [{"id": text(c.get("id")), "text": text(c.get("text"))}
+                    for c in dict_list(item.get("choices"))] if mcq else [],
+        "correct_choice_id": text(item.get("correct_choice_id")) if mcq else "",
+        "blind_votes": id_list(item.get("blind_votes")) if mcq else [], "formats": formats,
         "variant_set_id": text(item.get("variant_set_id")), "correct_answers": id_list(item.get("correct_answers")),
         "wrong_answers": id_list(item.get("wrong_answers")),
     }

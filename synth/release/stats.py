@@ -23,6 +23,7 @@ from synth.quality.validity import (  # noqa: F401  (re-exported: the figures ar
     answerable,
     bias_report,
     blind_accuracy,
+    choices_only_accuracy,
     correct_is_longest,
     distractor_texts,
     key_is_central,
@@ -105,8 +106,11 @@ def collect(out: Path) -> dict:
     dialogues: list[LifelogDialogue] = []
     plan: list[LifelogPlan] = []
     variant_sets: list[VariantSet] = []
+    names: list[str] = []  # the people and places of every life: what the entity-overlap measure counts
     for directory in persona_dirs(out):
         persona = _read(directory / "persona.jsonl", Persona)
+        names += [p.name for p in _read(directory / "people.jsonl", Person)]
+        names += [r.name for p in persona for r in p.relations]
         traces = _read(directory / "traces.jsonl", Trace)
         if persona:
             events = _read(directory / "events.jsonl", Event)
@@ -152,9 +156,14 @@ def collect(out: Path) -> dict:
         "timestamp_rewrite_rate": round(sum(i.timestamps_stripped > 0 for i in [*final, *rejected])
                                         / max(1, len(final) + len(rejected)), 4),
         "final_by_type_and_filter": _type_table(final, rejected),
-        **blind_accuracy(final),
+        "formats_by_type": _formats_table(final, rejected),
+        "open_valid": sum("open" in i.formats for i in final),
+        "mcq_valid": sum("mcq" in i.formats for i in final),
+        # the multiple-choice figures are over the items valid as multiple choice
+        **blind_accuracy([i for i in final if "mcq" in i.formats]),
         "blind_before_filtering": blind_accuracy([*final, *rejected]),
-        **bias_report(final),
+        **choices_only_accuracy([*final, *rejected]),
+        **bias_report([i for i in final if "mcq" in i.formats], names=names),
     }
 
 
@@ -207,8 +216,9 @@ def record_validity(out: Path) -> dict:
     data = collect(out)
     keys = ("final", "generated", "blind_accuracy", "blind_accuracy_answerable", "blind_picks", "blind_by_type",
             "blind_flagged_types", "positions", "position_balance_ok", "correct_is_longest_rate",
-            "correct_is_longest_ok", "key_central_rate", "key_central_ok", "rejected_by_filter",
-            "final_by_type_and_filter")
+            "correct_is_longest_ok", "key_central_rate", "key_central_ok", "key_entity_central_rate",
+            "key_entity_central_ok", "choices_only_answered", "choices_only_accuracy", "choices_only_ok",
+            "open_valid", "mcq_valid", "formats_by_type", "rejected_by_filter", "final_by_type_and_filter")
     validity = {key: data[key] for key in keys}
     path = out / "dataset.json"
     if path.is_file():
@@ -216,6 +226,27 @@ def record_validity(out: Path) -> dict:
 
         write_json_atomic(path, {**json.loads(path.read_text(encoding="utf-8")), "validity": validity})
     return validity
+
+
+def _formats_view(rows: dict[str, dict[str, int]]) -> Table:
+    table = Table(title="formats by question type (generated → open-valid → MCQ-valid)")
+    for col in ("type", "generated", "open-valid", "MCQ-valid"):
+        table.add_column(col)
+    for qtype, row in rows.items():
+        table.add_row(qtype, str(row["generated"]), str(row["open_valid"]), str(row["mcq_valid"]))
+    return table
+
+
+def _formats_table(final: list[FinalItem], rejected: list[Rejected]) -> dict[str, dict[str, int]]:
+    """Per question type: items generated, open-valid, MCQ-valid."""
+    table: dict[str, dict[str, int]] = {}
+    for item in [*final, *rejected]:
+        row = table.setdefault(item.question_type, {"generated": 0, "open_valid": 0, "mcq_valid": 0})
+        row["generated"] += 1
+        if not isinstance(item, Rejected):
+            row["open_valid"] += "open" in item.formats
+            row["mcq_valid"] += "mcq" in item.formats
+    return dict(sorted(table.items()))
 
 
 def _type_table(final: list[FinalItem], rejected: list[Rejected]) -> dict[str, dict[str, int]]:
@@ -267,6 +298,7 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
                       f"({cost['calls']:,} calls, ${cost['usd']:.4f} over {data['final']:,} final items)",
                       highlight=False)
     console.print(_table("final items by question type", data["by_type"], data["final"]))
+    console.print(_formats_view(data["formats_by_type"]))
     console.print(_table("final items by dimension", data["by_dimension"], data["final"]))
     console.print(_table("traces by medium", data["by_medium"], sum(data["by_medium"].values())))
     console.print(_media_table(data))
@@ -306,7 +338,10 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
         f"the key is the longest option in {data['correct_is_longest_rate']:.1%} of answerable final items "
         f"(goal ≤ 25%: {'ok' if data['correct_is_longest_ok'] else 'MISSED'}) · the key is the most central option "
         f"in {data['key_central_rate']:.1%} (goal ≤ 30%, chance 25%: {'ok' if data['key_central_ok'] else 'MISSED'}) · "
-        f"position balance {'ok' if data['position_balance_ok'] else 'MISSED'} (each of A–D within 25% ± 5)"
+        f"position balance {'ok' if data['position_balance_ok'] else 'MISSED'} (each of A–D within 25% ± 5) · "
+        f"the key shares the most people/places with the others in {data['key_entity_central_rate']:.1%} "
+        f"(goal ≤ 25%) · a reader shown only the options picks the key in {data['choices_only_accuracy']:.1%} "
+        f"of {data['choices_only_answered']} (chance 25%)"
         + (f" · blind accuracy above chance + 5 points: {', '.join(data['blind_flagged_types'])}"
            if data["blind_flagged_types"] else "")
     )

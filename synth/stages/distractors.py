@@ -21,11 +21,13 @@ from synth.records import (
     QA,
     Choice,
     LifeArc,
+    OptionSeed,
     Persona,
     RefinementRound,
     Trace,
 )
 from synth.stages.common import RelatedTraces, answer_tokens, trace_excerpts
+from synth.stages.options import Seeder, SeedState, arrange_seeded, render_feedback, ruled_in, seeds
 
 
 class Distractor(BaseModel):
@@ -53,6 +55,7 @@ class Support(BaseModel):
 
     key_supported: bool
     others_ruled_out: bool
+    question_favours_option: bool  # the question's wording (a premise, a leading yes/no, a detail) favours one option
     notes: list[OptionNote] = Field(max_length=5)  # each option that breaks the rule, and why
     reason: str
 
@@ -193,10 +196,16 @@ def judged_round(number: int, judged: Verdict, correct: str) -> RefinementRound:
                            validator_choice=judged.choice, blind_correct=picked)
 
 
-def verified_round(judged: RefinementRound, support: Support) -> RefinementRound:
+def verified_round(judged: RefinementRound, support: Support, correct: str) -> RefinementRound:
+    """The verify judge's verdict on a round the validator passed: a key without support, another option that
+    holds, or a question whose wording favours one option fails it."""
     ok = support.key_supported and support.others_ruled_out
+    favours = support.question_favours_option
     notes = "; ".join(f"{n.option}: {n.problem}" for n in support.notes)
-    return judged.model_copy(update={"supported": ok, "too_easy": judged.too_easy or not ok,
+    return judged.model_copy(update={"supported": ok, "too_easy": judged.too_easy or not ok or favours,
+                                     "key_supported": support.key_supported, "question_favours": favours,
+                                     "also_true": [] if support.others_ruled_out else sorted(
+                                         {n.option for n in support.notes if n.option not in (correct, "E")}),
                                      "support_reason": support.reason + (f" ({notes})" if notes else "")})
 
 
@@ -208,8 +217,10 @@ def feedback_entry(verdict: RefinementRound) -> dict:
             "unsupported": verdict.support_reason if verdict.supported is False else ""}
 
 
-def build_mcq(qa: QA, choices: list[Choice], correct: str, history: list[RefinementRound]) -> MCQ:
-    return MCQ(**qa.model_dump(), choices=choices, correct_choice_id=correct, refinement=history)
+def build_mcq(qa: QA, choices: list[Choice], correct: str, history: list[RefinementRound],
+              placed: list[OptionSeed] | None = None) -> MCQ:
+    return MCQ(**qa.model_dump(), choices=choices, correct_choice_id=correct, refinement=history,
+               option_seeds=placed or [])
 
 
 # ------------------------------------------------------------------------------------------------ stage
@@ -233,6 +244,13 @@ class Refiner:
         # a balanced quarter of the items may keep the key as the longest option (chance level, not zero)
         self.may_be_longest = {qa_id for qa_id, slot in balanced_positions(answerable, "longest").items() if slot == 0}
         self._related: RelatedTraces | None = None
+        self._seeder: Seeder | None = None
+
+    @property
+    def seeder(self) -> Seeder:
+        if self._seeder is None:
+            self._seeder = Seeder(self.ctx)
+        return self._seeder
 
     def shown_traces(self, qa: QA) -> list[str]:
         if qa.profile is not None:  # the style's evidence too: the chat days where the member spoke
@@ -248,6 +266,8 @@ class Refiner:
             choices, correct, qa = arrange_profile(qa, self.ctx.language, self.positions.get(qa.id, 0))
             verdict = await self.judge(qa, choices, correct, 1)
             return {"mcq.jsonl": [build_mcq(qa, choices, correct, [verdict])]}
+        if seeds.seeded(qa):
+            return await self.refine_seeded(qa)
         history: list[RefinementRound] = []
         feedback: list[dict] = []
         choices, correct = [], "E"
@@ -265,6 +285,29 @@ class Refiner:
         if qa.variant_set_id:
             qa = relation_round(qa, order[len(history) - 1])
         return {"mcq.jsonl": [build_mcq(qa, choices, correct, history)]}
+
+    async def refine_seeded(self, qa: QA) -> Records:
+        """Options from this life, rendered blind to the key: each round chooses the seeds (without those a judge
+        found also true), renders all four afresh (the key's text is never kept from a failed round) and judges
+        them as any arrangement. The free-text answer stays the QA writer's; the key is the true seed's rendering."""
+        history: list[RefinementRound] = []
+        feedback: list[dict] = []
+        state = SeedState()
+        choices, correct, placed = [], "E", []
+        for number in range(1, self.rounds + 1):
+            chosen = await self.seeder.choose(qa, state)
+            rendered = await self.seeder.render(qa, chosen, number, feedback)
+            choices, correct, placed = arrange_seeded(rendered, self.positions.get(qa.id, 0), self.ctx.language)
+            copied = self.seeder.copied([c.text for c in choices[:4]])
+            verdict = (guarded_round(number, [("copied_sentence", f"an option copies a trace: {copied!r}")])
+                       if copied else await self.judge(qa, choices, correct, number))
+            history.append(verdict)
+            if not verdict.too_easy:
+                break
+            feedback.append(render_feedback(verdict))
+            for seed in ruled_in(verdict, placed):
+                state.excluded.update(seed.evidence_ids or seed.statements)
+        return {"mcq.jsonl": [build_mcq(qa, choices, correct, history, placed)]}
 
     def relation_order(self, qa: QA) -> list[str]:
         """A relation item's accepted answers in the order its rounds try them: those whose arrangement among the
@@ -309,7 +352,7 @@ class Refiner:
         support = await self.ctx.ask("distractors_verify", "distractors_verify.j2",
                                      verify_variables(qa, choices, correct, self.traces, self.shown_traces(qa),
                                                       self.section), Support)
-        return verified_round(judged, support)
+        return verified_round(judged, support, correct)
 
 
 async def run(ctx: StageContext) -> None:
@@ -320,12 +363,14 @@ async def run(ctx: StageContext) -> None:
 
 STAGE = Stage(
     name="distractors",
-    reads=("persona.jsonl", "arcs.jsonl", "traces.jsonl", "qa.jsonl"),
+    reads=("persona.jsonl", "arcs.jsonl", "events.jsonl", "evidence.jsonl", "traces.jsonl", "qa.jsonl"),
     writes=("mcq.jsonl",),
-    templates=("distractors_write.j2", "distractors_validate.j2", "distractors_verify.j2"),
-    tasks=("distractors", "distractors_validate", "distractors_verify"),
+    templates=("distractors_render.j2", "distractors_seeds.j2", "distractors_write.j2", "distractors_validate.j2",
+               "distractors_verify.j2"),
+    tasks=("distractors_render", "distractors_seeds", "distractors", "distractors_validate", "distractors_verify"),
     judges=("distractors_validate", "distractors_verify"),
     body=run,
-    help="mcq.jsonl: four distractors per question, rewritten while a give-away rule, the no-context validator or "
-         "the verify judge finds fault",
+    help="mcq.jsonl: options from the person's own life (seeds chosen per question type, rendered blind to the key; "
+         "unanswerable items: four invented answers), re-rendered while a give-away rule, the no-context validator "
+         "or the verify judge finds fault.",
 )

@@ -6,14 +6,12 @@ import asyncio
 import datetime as dt
 from collections.abc import Iterable
 from functools import partial
-from typing import Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel
 
 from synth.config.settings import FilterSettings
 from synth.core.jsonl import write_json_atomic
 from synth.engine.stage import Records, Stage, StageContext
-from synth.quality import rules
 from synth.quality.validity import answerable
 from synth.records import MCQ, REVIEW_FILE, Evidence, Trace
 from synth.stages.common import RelatedTraces, trace_excerpts
@@ -22,34 +20,54 @@ from synth.stages.filter.checks import (  # noqa: F401  (re-exported: tests and 
     cross_type_duplicates,
     dated_question_problem,
     duplicate_problem,
+    entity_problem,
     format_problem,
     length_problem,
     medium_span_check,
     multi_point,
     needed_traces,
     profile_problem,
+    rounds_problem,
     similarity,
     single_answer_problem,
     span_problem,
     temporal_problem,
 )
-from synth.stages.filter.verdicts import (  # noqa: F401  (re-exported as the stage's own)
+from synth.stages.filter.decide import (  # noqa: F401  (re-exported)
     GENERAL_FILTERS,
-    Checked,
-    SingleTrace,
+    MCQ_ONLY,
+    OPEN_ONLY,
     blind_problem,
     blind_votes,
     decide,
     filter_names,
+    formats_of,
     human_verdicts,
     inference_problem,
-    inference_statements,
     item_problems,
+    open_problem,
     report,
     single_point_problem,
     support_problem,
     type_rules,
     unique_problem,
+)
+from synth.stages.filter.readers import (  # noqa: F401  (re-exported)
+    Blind,
+    Checked,
+    ChoicesOnly,
+    OpenAnswer,
+    OpenMatch,
+    SingleTrace,
+    Sufficiency,
+    Uniqueness,
+    blind_choices,
+    blind_order,
+    choices_only_variables,
+    inference_model,
+    inference_statements,
+    open_blind_variables,
+    open_judge_variables,
 )
 
 
@@ -57,49 +75,6 @@ def __getattr__(name: str) -> tuple[str, ...]:
     if name == "FILTERS":  # the filters' names in order, computed on use: a type registered after import adds its rule
         return filter_names()
     raise AttributeError(name)
-
-
-class Sufficiency(BaseModel):
-    supported: bool
-    reason: str
-
-
-class Uniqueness(BaseModel):
-    """EverMemBench's uniqueness check: do traces other than the item's own answer the question differently?"""
-
-    only_answer: bool  # true: none of the other traces gives a different right answer
-    reason: str
-
-
-class Blind(BaseModel):
-    choice: Literal["A", "B", "C", "D", "E"]
-    confidence: float = Field(ge=0, le=1)
-    reason: str
-
-
-# --------------------------------------------------------------------------------------- model filters
-
-def inference_model(count: int) -> type[BaseModel]:
-    """The inference judge's answer: which of the `count` numbered statements state the answer outright."""
-    return create_model("InferenceGrounding", states_answer=(list[Literal[tuple(range(1, count + 1))]], ...),
-                        reason=(str, ...))
-
-
-def blind_order(count: int, sample: int) -> list[int]:
-    """Sample k shows A–D rotated by k (E stays last): the same judge, a different order each time, so a pick
-    that follows the content and not the position is what counts."""
-    shift = sample % count
-    return list(range(shift, count)) + list(range(shift))
-
-
-def blind_choices(item: MCQ, sample: int) -> tuple[list[dict], dict[str, str]]:
-    """The options as sample `sample` shows them, and shown letter → the item's own letter."""
-    heads = [c for c in item.choices if c.id in rules.POSITIONS]
-    tail = [c for c in item.choices if c.id not in rules.POSITIONS]
-    shown = [heads[i] for i in blind_order(len(heads), sample)] + tail
-    letters = [c.id for c in item.choices]
-    return ([{"id": letters[n], "text": c.text} for n, c in enumerate(shown)],
-            {letters[n]: c.id for n, c in enumerate(shown)})
 
 
 def first_seen(traces: Iterable[Trace]) -> dict[str, dt.datetime]:
@@ -158,7 +133,8 @@ def blind_variables(item: MCQ, sample: int = 0) -> dict:
 
 def build_checked(item: MCQ, support: Sufficiency, blinds: list[Blind],
                   singles: list[tuple[str, Blind]] = (), grounding: BaseModel | None = None,
-                  unique: Uniqueness | None = None) -> Checked:
+                  unique: Uniqueness | None = None, only: ChoicesOnly | None = None,
+                  opened: tuple[OpenAnswer, OpenMatch] | None = None) -> Checked:
     votes = [blind_choices(item, k)[1].get(b.choice, b.choice) for k, b in enumerate(blinds)]
     refs = inference_statements(item)
     stating = [refs[n - 1].evidence_id for n in sorted(set(grounding.states_answer))] if grounding else []
@@ -166,7 +142,10 @@ def build_checked(item: MCQ, support: Sufficiency, blinds: list[Blind],
                    blind_confidence=blinds[0].confidence, blind_reason=blinds[0].reason,
                    single_trace=[SingleTrace(trace_id=t, choice=b.choice, confidence=b.confidence) for t, b in singles],
                    stating=stating, stating_reason=grounding.reason if grounding else "",
-                   unique=unique.only_answer if unique else True, unique_reason=unique.reason if unique else "")
+                   unique=unique.only_answer if unique else True, unique_reason=unique.reason if unique else "",
+                   choices_only=only.choice if only else "",
+                   open_answer=opened[0].answer if opened else "", open_match=opened[1].matches if opened else None,
+                   open_reason=opened[1].reason if opened else "")
 
 
 def other_traces(item: MCQ, related: list[str], limit: int) -> list[str]:
@@ -239,19 +218,43 @@ class Judge:
         return await self.ctx.ask("filter_unique", "filter_unique.j2",
                                   unique_variables(item, others, self.traces, self.section), Uniqueness)
 
+    async def choices_only(self, item: MCQ) -> ChoicesOnly | None:
+        if not self.section.choices_only or not answerable(item):
+            return None
+        return await self.ctx.ask("filter_choices_only", "filter_choices_only.j2", choices_only_variables(item),
+                                  ChoicesOnly)
+
+    async def open_blind(self, item: MCQ) -> tuple[OpenAnswer, OpenMatch] | None:
+        """The open question on its own: a no-context reader answers in free text, a judge compares the answer
+        with the reference (two routable tasks: the reader and the judge may be different models)."""
+        if not self.section.open_blind or not answerable(item):
+            return None
+        answer = await self.ctx.ask("filter_open_blind", "filter_open_blind.j2", open_blind_variables(item),
+                                    OpenAnswer)
+        matched = await self.ctx.ask("filter_open_judge", "filter_open_judge.j2",
+                                     open_judge_variables(item, answer.answer), OpenMatch)
+        return answer, matched
+
     async def check(self, item: MCQ) -> Records:
         # Independent judgements: ask them all at once (one level off the stage's critical path).
         singles = single_trace_ids(item, self.section.single_trace_max)
-        support, grounding, unique, *rest = await asyncio.gather(self.sufficiency(item), self.grounding(item),
-                                                                 self.unique(item), *(
-            self.blind(item, k) for k in range(self.section.blind_samples)), *(
-            self.single_trace(item, t) for t in singles))
+        support, grounding, unique, only, opened, *rest = await asyncio.gather(
+            self.sufficiency(item), self.grounding(item), self.unique(item), self.choices_only(item),
+            self.open_blind(item), *(self.blind(item, k) for k in range(self.section.blind_samples)),
+            *(self.single_trace(item, t) for t in singles))
         blinds, answered = rest[:self.section.blind_samples], rest[self.section.blind_samples:]
-        return {"checks": [build_checked(item, support, blinds, answered, grounding, unique)]}
+        return {"checks": [build_checked(item, support, blinds, answered, grounding, unique, only, opened)]}
 
 
 def check_key(item: MCQ) -> str:
     return f"check/{item.id}"
+
+
+def registry_names(ctx: StageContext) -> tuple[str, ...]:
+    """The people and places of this life (people.jsonl when the run has one, and the relations): the entities
+    the entity-overlap measure counts."""
+    people = [p.name for p in ctx.people] if (ctx.dir / "people.jsonl").is_file() else []
+    return tuple(dict.fromkeys([*people, *(r.name for r in ctx.persona.relations)]))
 
 
 async def run(ctx: StageContext) -> dict[str, list]:
@@ -265,14 +268,14 @@ async def run(ctx: StageContext) -> dict[str, list]:
     await ctx.units([(check_key(i), partial(judge.check, i)) for i in items if not formats[i.id]])
     checks = {i.id: found[0] for i in items if (found := ctx.done_records(check_key(i), "checks", Checked))}
     reviewed = human_verdicts(ctx.dir / REVIEW_FILE)
+    names = registry_names(ctx)
     # An item whose checks failed this run is left to the retry (the runner reports the stage as failed).
     decidable = [i for i in items if formats[i.id] or i.id in checks]
     problems = {i.id: item_problems(i, checks.get(i.id), formats[i.id], reviewed.get(i.id, ""), judge.traces,
-                                    section) for i in decidable}
+                                    section, names) for i in decidable}
     final, rejected = decide(decidable, checks, problems, section)
     write_json_atomic(ctx.dir / "filter_report.json", report(items, final, rejected))
     return {"final.jsonl": final, "rejected.jsonl": rejected}
-
 
 
 STAGE = Stage(
@@ -280,10 +283,15 @@ STAGE = Stage(
     reads=("persona.jsonl", "evidence.jsonl", "traces.jsonl", "mcq.jsonl"),
     writes=("final.jsonl", "rejected.jsonl"),
     templates=("filter_sufficiency.j2", "filter_blind.j2", "filter_single_trace.j2", "filter_inference.j2",
-               "filter_unique.j2"),
-    judges=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique"),
-    tasks=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique"),
+               "filter_unique.j2", "filter_choices_only.j2", "filter_open_blind.j2", "filter_open_judge.j2"),
+    judges=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique",
+            "filter_choices_only", "filter_open_blind", "filter_open_judge"),
+    tasks=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique",
+           "filter_choices_only", "filter_open_blind", "filter_open_judge"),
     body=run,
-    help="final.jsonl, rejected.jsonl: format, each question type's own rule, evidence sufficiency, blind test, "
-         "option length, temporal leakage, near-duplicates, human review",
+    help="final.jsonl, rejected.jsonl: format, each question type's own rule, evidence sufficiency, blind tests (options; options alone; the open question), option length, "
+         "centrality, temporal leakage, near-duplicates, human review; each item keeps the formats that passed.",
 )
+
+
+

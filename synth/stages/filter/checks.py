@@ -30,13 +30,18 @@ def _choices(item: MCQ) -> list[tuple[str, str]]:
     return [(c.id, c.text) for c in item.choices]
 
 
+def key_seed_at(item: MCQ) -> str | None:
+    """The letter an item's key seed was rendered at (None: its options were not rendered from seeds)."""
+    return next((s.choice_id for s in item.option_seeds if s.role == "key"), None)
+
+
 def format_problem(item: MCQ, language: str, traces: dict[str, Trace], evidence_ids: set[str],
                    min_option_chars: int = 4) -> str:
     """Schema is already checked on read; this catches empty, misaligned, stub or dangling content."""
     choices = _choices(item)
     problems = [*rules.shape_problems(choices, item.correct_choice_id, item.question_type, language),
                 *rules.option_problems(choices, item.correct_choice_id, item.question, item.answer,
-                                       item.question_type, min_option_chars)]
+                                       item.question_type, min_option_chars, key_seed_at(item))]
     if problems:
         return problems[0]
     if not answerable(item):
@@ -129,16 +134,42 @@ def cross_type_duplicates(items: list[MCQ], evidence_min: float, answer_min: flo
 
 
 def single_answer_problem(item: MCQ) -> str:
-    """The verify judge must have confirmed the final options (key right, every other option wrong). Options that
-    came from elsewhere (no refinement record) are not judged here."""
+    """The verify judge found the final options wrong as a set: the key unsupported or another option holding as
+    well. Options that came from elsewhere (no refinement record) are not judged here."""
     if not item.refinement:
         return ""
     last = item.refinement[-1]
-    if last.supported is True or (last.supported is None and not last.too_easy):
-        return ""  # confirmed, or refinement ran without the verify judge
     if last.supported is False:
         return f"not exactly one right option: {last.support_reason}"
-    return f"the final options were never verified (the last round stopped at: {last.guard or last.reason})"
+    return ""
+
+
+def rounds_problem(item: MCQ) -> str:
+    """The refinement rounds ran out while the last one still failed a guard, the no-context validator or the
+    question-wording check: the options were never accepted (named for what happened, not for the answer)."""
+    if not item.refinement:
+        return ""
+    last = item.refinement[-1]
+    if not last.too_easy or last.supported is False:
+        return ""
+    if last.guard:
+        stopped = f"a give-away rule ({last.guard}): {last.reason}"
+    elif last.question_favours:
+        stopped = f"the question's wording favours one option: {last.support_reason}"
+    else:
+        stopped = f"the no-context validator (picked {last.validator_choice or '-'}): {last.reason}"
+    return f"out of rounds after {len(item.refinement)}; the last stopped at {stopped}"
+
+
+def entity_problem(item: MCQ, margin: int, names: tuple[str, ...] = ()) -> str:
+    """The key as the options' entity centroid: it shares `margin` or more people/places more than the next."""
+    if not margin or not answerable(item):
+        return ""
+    lead = rules.entity_margin({c.id: c.text for c in item.choices}, item.correct_choice_id, names)
+    if lead >= margin:
+        return (f"the correct option shares the most people/places with the other options ({lead} more shared "
+                "than the next): the distractors orbit it")
+    return ""
 
 
 def span_problem(item: MCQ, traces: dict[str, Trace], min_days: int) -> str:

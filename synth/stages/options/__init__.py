@@ -1,0 +1,92 @@
+"""Options from the person's own life: seeds chosen by code (seeds.py), rendered blind to the key (render.py);
+`Seeder` runs both for the distractors stage and keeps what a failed round ruled out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from synth.engine.stage import StageContext
+from synth.records import CANNOT_DETERMINE, CHOICE_IDS, QA, Choice, OptionSeed, RefinementRound
+from synth.stages.common import answer_tokens
+from synth.stages.options import render, seeds
+
+__all__ = ["Seeder", "SeedState", "arrange_seeded", "render", "render_feedback", "ruled_in", "seeds"]
+
+
+@dataclass
+class SeedState:
+    """What one item's rounds have learnt: evidence a judge found also true, counter-seeds written so far."""
+
+    excluded: set[str] = field(default_factory=set)
+    written: list[OptionSeed] = field(default_factory=list)
+
+
+def arrange_seeded(rendered: list[tuple[OptionSeed, str]], position: int,
+                   language: str) -> tuple[list[Choice], str, list[OptionSeed]]:
+    """A–D: the key's rendering at its seeded position, the distractors' in the renderer's order; E last. Each seed
+    records the letter its rendering stands at."""
+    key = next(pair for pair in rendered if pair[0].role == "key")
+    ordered = [pair for pair in rendered if pair[0].role != "key"]
+    ordered.insert(position, key)
+    choices = [Choice(id=cid, text=text) for cid, (_, text) in zip(CHOICE_IDS, ordered, strict=False)]
+    choices.append(Choice(id="E", text=CANNOT_DETERMINE[language]))
+    placed = [seed.model_copy(update={"choice_id": cid}) for cid, (seed, _) in zip(CHOICE_IDS, ordered, strict=False)]
+    return choices, CHOICE_IDS[position], placed
+
+
+def render_feedback(verdict: RefinementRound) -> dict:
+    """What the renderer is told about a failed round, blind to the key: the give-away kinds (worded by the
+    template as advice for all four options), the no-context reader's reasons, whether the question's wording
+    favoured one option, whether an option strayed from its statements. Never which option was right, never
+    whether the reader's pick was."""
+    return {"round": verdict.round, "kinds": [k for k in verdict.guard.split(",") if k],
+            "reason": verdict.reason if not verdict.guard else "",
+            "favours": bool(verdict.question_favours),
+            "unfaithful": verdict.key_supported is False}
+
+
+def ruled_in(verdict: RefinementRound, placed: list[OptionSeed]) -> list[OptionSeed]:
+    """The distractor seeds the verify judge found also true (its notes name their letters): the next round
+    chooses without them."""
+    return [s for s in placed if s.role == "distractor" and s.choice_id in verdict.also_true]
+
+
+class Seeder:
+    """Chooses, completes and renders one persona's option seeds."""
+
+    def __init__(self, ctx: StageContext) -> None:
+        self.ctx = ctx
+        self.evidence = ctx.evidence
+        self.seen = seeds.first_seen(ctx.traces)
+        self.events = {e.id: e for e in ctx.events}
+        self.traces = ctx.traces_by_id
+
+    async def choose(self, qa: QA, state: SeedState) -> list[OptionSeed]:
+        """The key's seed and three distractor seeds: real ones first, counter-seeds written for the rest."""
+        key, real = seeds.select(qa, self.evidence, self.seen, self.events, state.excluded)
+        state.written = [s for s in state.written if not set(s.statements) & state.excluded]
+        need = seeds.DISTRACTORS - len(real) - len(state.written)
+        if need > 0:
+            size = max(1, min(len(key.statements), seeds.GROUP_MAX))
+            written = await self.ctx.ask(
+                "distractors_seeds", "distractors_seeds.j2",
+                render.counter_seed_variables(qa, self.ctx.persona, self.ctx.arcs, key, [*real, *state.written],
+                                              need, size), render.CounterSeeds)
+            state.written += render.invented(written, need, size)
+        return [key, *real, *state.written][: seeds.DISTRACTORS + 1]
+
+    async def render(self, qa: QA, chosen: list[OptionSeed], number: int,
+                     feedback: list[dict]) -> list[tuple[OptionSeed, str]]:
+        ordered = render.shuffled(qa, chosen, number)
+        lo, hi = render.band(qa)
+        room = 4 * (hi + 60) if self.ctx.language == "zh" else 4 * (hi // 3 + 60)
+        rendered = await self.ctx.ask("distractors_render", "distractors_render.j2",
+                                      render.render_variables(qa, self.ctx.persona, self.ctx.arcs, ordered, feedback),
+                                      render.Rendered,
+                                      max_tokens=answer_tokens(self.ctx, room + 120))
+        return render.mapped(ordered, rendered)
+
+    def copied(self, texts: list[str]) -> str:
+        """Checked against every trace of the persona: a distractor copied from its own seed's records is as
+        recognisable as a copied key."""
+        return render.copied_sentence(texts, list(self.traces.values()), self.ctx.language)

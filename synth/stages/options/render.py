@@ -1,0 +1,93 @@
+"""The key-blind renderer: one call gets the question and four option seeds in a seeded order that does not depend
+on which seed is true, and writes each as this person's answer; code maps the renderings back to their seeds."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+from synth.llm.cache import content_hash
+from synth.records import QA, OptionSeed, Trace
+
+BAND = (0.75, 1.25)  # each option's length, as a share of the reference answer's (the prompt and the guard agree)
+COPY_MIN_CHARS = {"en": 40, "zh": 15}  # a sentence this long found verbatim in a trace is copied, not written
+
+
+class Rendered(BaseModel):
+    """One field per statement set: the schema itself asks for each of the four exactly once."""
+
+    option_1: str = Field(min_length=1)
+    option_2: str = Field(min_length=1)
+    option_3: str = Field(min_length=1)
+    option_4: str = Field(min_length=1)
+
+
+class CounterSeed(BaseModel):
+    statements: list[str] = Field(min_length=1)
+
+
+class CounterSeeds(BaseModel):
+    seeds: list[CounterSeed] = Field(min_length=1, max_length=3)
+
+
+def seed_key(seed: OptionSeed) -> str:
+    """A seed's identity for ordering: its statements only (never its role, never whether it was invented)."""
+    return content_hash(seed.statements)
+
+
+def shuffled(qa: QA, seeds: list[OptionSeed], round_number: int) -> list[OptionSeed]:
+    """The seeds in the order the renderer sees them: drawn from the item, the round and each seed's statements,
+    so the order (and with it the whole prompt) is the same whichever seed is the true one."""
+    return sorted(seeds, key=lambda s: content_hash([qa.id, round_number, seed_key(s)]))
+
+
+def band(qa: QA) -> tuple[int, int]:
+    """The length band every option is asked for (characters): around the reference answer's length."""
+    target = len(qa.answer)
+    return max(1, int(target * BAND[0])), max(2, int(round(target * BAND[1])))
+
+
+def render_variables(qa: QA, persona, arcs, ordered: list[OptionSeed], feedback: list[dict]) -> dict:
+    """The renderer's prompt: the person, the question and the seeds as numbered statement lists — nothing about
+    which is true, which came from the records and which was written, or what the reference answer says."""
+    lo, hi = band(qa)
+    return {"persona": persona, "arcs": arcs, "question_type": qa.question_type,
+            "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
+            "seeds": [{"number": n, "statements": s.statements} for n, s in enumerate(ordered, 1)],
+            "min_chars": lo, "max_chars": hi, "feedback": feedback}
+
+
+def mapped(ordered: list[OptionSeed], rendered: Rendered) -> list[tuple[OptionSeed, str]]:
+    """Each seed with its rendering, in the renderer's order."""
+    return [(seed, getattr(rendered, f"option_{n}").strip()) for n, seed in enumerate(ordered, 1)]
+
+
+_SENTENCE = re.compile(r"[^.!?。！？;；\n]+")
+
+
+def copied_sentence(texts: list[str], traces: list[Trace], language: str) -> str:
+    """The first option sentence found word for word in a trace ('' when none): the options are answers written
+    from statements, not excerpts of the records a reader might recognise."""
+    floor = COPY_MIN_CHARS.get(language, 40)
+    bodies = [t.content for t in traces]
+    for text in texts:
+        for sentence in _SENTENCE.findall(text):
+            sentence = sentence.strip()
+            if len(sentence) >= floor and any(sentence in body for body in bodies):
+                return sentence
+    return ""
+
+
+def counter_seed_variables(qa: QA, persona, arcs, key: OptionSeed, real: list[OptionSeed], need: int,
+                           size: int) -> dict:
+    """The counter-seed writer sees the item and its evidence (it must not write another right answer), the real
+    seeds chosen so far (not to repeat them), and how many seeds of how many statements to write."""
+    return {"persona": persona, "arcs": arcs, "question_type": qa.question_type, "question": qa.question,
+            "question_time": qa.question_time.isoformat(timespec="minutes"), "key": key.statements,
+            "others": [s.statements for s in real], "need": need, "size": size}
+
+
+def invented(written: CounterSeeds, need: int, size: int) -> list[OptionSeed]:
+    return [OptionSeed(role="distractor", statements=s.statements[:size], invented=True)
+            for s in written.seeds[:need]]

@@ -1,0 +1,193 @@
+"""Option seeds chosen by code: the key's seed is the item's evidence; each distractor's is other evidence of the
+same life, chosen per question type (SEED_RULES) so that it is true of this person but not the answer here."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from synth.llm.cache import content_hash
+from synth.records import QA, Event, Evidence, OptionSeed
+
+GROUP_MAX = 4  # a distractor seed holds as many statements as the key's, up to this many
+DISTRACTORS = 3  # the A–D options besides the key (option E is fixed text)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One evidence statement of the persona, with what the rules compare: its arcs, first sighting, people."""
+
+    evidence: Evidence
+    seen: dt.datetime
+    people: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """The item as the rules see it: its arc, its evidence ids and window, the people of its events."""
+
+    arc_id: str
+    evidence_ids: frozenset[str]
+    event_ids: frozenset[str]
+    start: dt.datetime  # the first sighting of its evidence
+    end: dt.datetime  # the last sighting of its evidence
+    asked: dt.datetime
+    people: frozenset[str]
+    window_days: float = field(default=0.0)
+
+
+Rule = Callable[[ItemView, Candidate], bool]
+
+
+def _same_arc(item: ItemView, c: Candidate) -> bool:
+    return item.arc_id in c.evidence.arc_ids
+
+
+def _other_arc(item: ItemView, c: Candidate) -> bool:
+    return item.arc_id not in c.evidence.arc_ids
+
+
+def _in_window(item: ItemView, c: Candidate) -> bool:
+    """Within the item's span, widened by a week (or half the span) each side: a one-day item has a window too."""
+    slack = dt.timedelta(days=max(7.0, item.window_days))
+    return item.start - slack <= c.seen <= item.end + slack
+
+
+def _outside_window(item: ItemView, c: Candidate) -> bool:
+    return not (item.start <= c.seen <= item.end)
+
+
+def _before_effect(item: ItemView, c: Candidate) -> bool:
+    return c.seen < item.end
+
+
+def _same_people(item: ItemView, c: Candidate) -> bool:
+    return bool(item.people & c.people)
+
+
+def _any(item: ItemView, c: Candidate) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class SeedRule:
+    """One question type's seed selection: tiers of predicates tried in order (a candidate goes to its first
+    matching tier), and the sentence docs/options.md shows for it."""
+
+    says: str
+    tiers: tuple[tuple[Rule, ...], ...]
+
+
+def _tiers(*tiers: tuple[Rule, ...]) -> tuple[tuple[Rule, ...], ...]:
+    return (*tiers, (_any,))  # last resort: any other evidence of this life before the question
+
+
+# Keyed by question type: one place, so a question-type registry can take each row as its own spec's field.
+# A type absent here keeps its own options (unanswerable: invented answers, E right; temporal_duration: numbers;
+# profile_style: the 2×2; relation_*: the variant set's references).
+SEED_RULES: dict[str, SeedRule] = {
+    "factual": SeedRule("the same people in other events (then the same arc, other events)",
+                        _tiers((_same_people,), (_same_arc,))),
+    "written_spoken": SeedRule("the same people in other events (then the same arc, other events)",
+                               _tiers((_same_people,), (_same_arc,))),
+    "comparison": SeedRule("the same arc at another time", _tiers((_same_arc, _outside_window), (_same_arc,))),
+    "trajectory": SeedRule("the same arc at another time", _tiers((_same_arc, _outside_window), (_same_arc,))),
+    "inference": SeedRule("other arcs in the same window", _tiers((_other_arc, _in_window), (_other_arc,))),
+    "pattern": SeedRule("other arcs in the same window", _tiers((_other_arc, _in_window), (_other_arc,))),
+    "causal": SeedRule("real events before the effect that did not cause it (same arc first, then others)",
+                       _tiers((_same_arc, _before_effect), (_before_effect,))),
+    "counterfactual": SeedRule("a real consequence from another arc", _tiers((_other_arc,), (_same_arc,))),
+}
+
+
+def seeded(qa: QA) -> bool:
+    """Whether this item's options come from seeds (its type has a row in SEED_RULES)."""
+    return qa.question_type in SEED_RULES and not qa.variant_set_id and qa.profile is None
+
+
+def key_seed(qa: QA) -> OptionSeed:
+    refs = [r for r in qa.evidence if not r.background]
+    return OptionSeed(role="key", statements=[r.statement for r in refs], evidence_ids=[r.evidence_id for r in refs])
+
+
+def item_view(qa: QA, seen: dict[str, dt.datetime], events: dict[str, Event],
+              evidence: dict[str, Evidence]) -> ItemView:
+    ids = [r.evidence_id for r in qa.evidence if not r.background]
+    times = [seen[i] for i in ids if i in seen] or [qa.question_time]
+    event_ids = frozenset(evidence[i].event_id for i in ids if i in evidence)
+    people = frozenset(p for e in event_ids if e in events for p in events[e].participant_ids)
+    return ItemView(arc_id=qa.arc_id, evidence_ids=frozenset(ids), event_ids=event_ids, start=min(times),
+                    end=max(times), asked=qa.question_time, people=people,
+                    window_days=(max(times) - min(times)).days / 2)
+
+
+def candidates(qa: QA, item: ItemView, pool: Iterable[Evidence], seen: dict[str, dt.datetime],
+               events: dict[str, Event]) -> list[Candidate]:
+    """Evidence a distractor may rest on: seen by the question time, of another event than the item's own
+    (another event of this life, not a detail of the answer's)."""
+    out = []
+    for e in pool:
+        when = seen.get(e.id)
+        if when is None or when > item.asked or e.id in item.evidence_ids or e.event_id in item.event_ids:
+            continue
+        people = frozenset(events[e.event_id].participant_ids) if e.event_id in events else frozenset()
+        out.append(Candidate(e, when, people))
+    return out
+
+
+def ranked(qa: QA, item: ItemView, found: list[Candidate]) -> list[Candidate]:
+    """Candidates by the type's tiers (first matching tier first), within a tier in an order drawn from the item."""
+    rule = SEED_RULES[qa.question_type]
+
+    def tier(c: Candidate) -> int:
+        return next(n for n, preds in enumerate(rule.tiers) if all(p(item, c) for p in preds))
+
+    return sorted(found, key=lambda c: (tier(c), content_hash([qa.id, c.evidence.id])))
+
+
+def group(chosen: list[Candidate], size: int, count: int) -> list[OptionSeed]:
+    """`count` seeds of `size` statements each, one event per seed (a seed is one other stretch of this life):
+    candidates of one event stay together, the next events fill up; statements in time order."""
+    by_event: dict[str, list[Candidate]] = {}
+    for c in chosen:
+        by_event.setdefault(c.evidence.event_id, []).append(c)
+    seeds: list[OptionSeed] = []
+    used: set[str] = set()
+    for c in chosen:
+        if len(seeds) == count:
+            break
+        if c.evidence.id in used:
+            continue
+        parts = [x for x in by_event[c.evidence.event_id] if x.evidence.id not in used][:size]
+        rest = [x for x in chosen if x.evidence.id not in used and x not in parts]
+        parts += rest[: size - len(parts)]
+        used.update(x.evidence.id for x in parts)
+        parts.sort(key=lambda x: x.seen)
+        seeds.append(OptionSeed(role="distractor", statements=[x.evidence.statement for x in parts],
+                                evidence_ids=[x.evidence.id for x in parts]))
+    return seeds
+
+
+def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], events: dict[str, Event],
+           excluded: Iterable[str] = ()) -> tuple[OptionSeed, list[OptionSeed]]:
+    """The key's seed and up to three distractor seeds (fewer when this life has too few fitting statements:
+    the caller has the rest written as counter-seeds). `excluded`: evidence ids a judge found also true."""
+    by_id = {e.id: e for e in evidence}
+    key = key_seed(qa)
+    item = item_view(qa, seen, events, by_id)
+    skip = set(excluded)
+    found = [c for c in candidates(qa, item, evidence, seen, events) if c.evidence.id not in skip]
+    size = max(1, min(len(key.statements), GROUP_MAX))
+    chosen = ranked(qa, item, found)[: size * DISTRACTORS * 2]
+    return key, group(chosen, size, DISTRACTORS)
+
+
+def first_seen(traces: Iterable) -> dict[str, dt.datetime]:
+    """Evidence id → when the first trace carrying it appeared."""
+    seen: dict[str, dt.datetime] = {}
+    for trace in traces:
+        for evidence_id in trace.evidence_ids:
+            if evidence_id not in seen or trace.time < seen[evidence_id]:
+                seen[evidence_id] = trace.time
+    return seen

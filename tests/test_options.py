@@ -1,0 +1,267 @@
+"""Options from the person's own life: seeds chosen per question type, rendered blind to the key, re-rendered on
+failure; counter-seeds marked invented in the data and never in a prompt."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_qa_stages import ANSWER, PID, World, hand_qa, key_letter
+
+from synth.llm.base import LLMRequest, ProviderResponse, Usage
+from synth.records import MCQ, QA, Event, Evidence, EvidenceRef, OptionSeed
+from synth.stages import distractors as distractors_stage
+from synth.stages.options import render, seeds
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "options.md"
+T0 = dt.datetime(2022, 1, 1, 9)
+
+
+# ------------------------------------------------------------------------------------- seed selection
+
+def life() -> tuple[list[Evidence], dict[str, dt.datetime], dict[str, Event]]:
+    """Arc A and arc B, an event every 5 days for 100 days (one statement each, alternating arcs); the even
+    events have Xiaomei in them."""
+    evidence, seen, events = [], {}, {}
+    for k in range(20):
+        when = T0 + dt.timedelta(days=5 * k)
+        event = Event(id=f"e{k}", persona_id=PID, phase_id="ph", time=when, title="t", description="d",
+                      location="home", participant_ids=["xiaomei"] if k % 2 == 0 else [f"p{k}"])
+        events[event.id] = event
+        e = Evidence(id=f"v{k}", persona_id=PID, event_id=event.id, kind="fact", statement=f"S{k}: thing {k}",
+                     arc_ids=["A" if k % 2 == 0 else "B"])
+        evidence.append(e)
+        seen[e.id] = when + dt.timedelta(hours=3)
+    return evidence, seen, events
+
+
+def item(question_type: str, ids: list[int], asked_day: int = 90) -> QA:
+    ev, seen, _ = life()
+    refs = [EvidenceRef(statement=ev[k].statement, evidence_id=ev[k].id, digital_trace_ids=["t"]) for k in ids]
+    return QA(id=f"q-{question_type}", persona_id=PID, question_type=question_type, dimension="experience",
+              arc_id="A", question_time=T0 + dt.timedelta(days=asked_day), question="What happened?",
+              answer=ANSWER, evidence=refs, digital_trace_ids=["t"], window_end=dt.date(2022, 4, 1))
+
+
+def chosen(question_type: str, ids: list[int], asked_day: int = 90) -> tuple[OptionSeed, list[int]]:
+    ev, seen, events = life()
+    key, found = seeds.select(item(question_type, ids, asked_day), ev, seen, events)
+    return key, [int(i[1:]) for s in found for i in s.evidence_ids]
+
+
+def test_every_seed_is_other_real_evidence_seen_by_the_question_time():
+    for question_type in seeds.SEED_RULES:
+        key, picked = chosen(question_type, [8, 10], asked_day=62)
+        assert key.role == "key" and key.statements == ["S8: thing 8", "S10: thing 10"] and not key.invented
+        assert picked and not {8, 10} & set(picked), question_type  # never the item's own evidence
+        assert all(5 * k <= 62 for k in picked), question_type  # never seen after the question
+        assert len(picked) == 6  # three seeds of as many statements as the key's
+
+
+@pytest.mark.parametrize("question_type,holds", [
+    # the same arc (A: even events) at another time than the item's window (days 40–50)
+    ("comparison", lambda k: k % 2 == 0 and not 8 <= k <= 10),
+    ("trajectory", lambda k: k % 2 == 0 and not 8 <= k <= 10),
+    # other arcs (B: odd events) in the same window
+    ("inference", lambda k: k % 2 == 1 and 6 <= k <= 12),
+    ("pattern", lambda k: k % 2 == 1 and 6 <= k <= 12),
+    # real events before the effect (day 50)
+    ("causal", lambda k: k < 10),
+    # a real consequence from another arc
+    ("counterfactual", lambda k: k % 2 == 1),
+    # the same people (Xiaomei: even events)
+    ("factual", lambda k: k % 2 == 0),
+])
+def test_seed_selection_per_type(question_type, holds):
+    """The type's first tier fills the seeds first; only when it runs out do the next tiers fill the rest."""
+    _, picked = chosen(question_type, [8, 10])
+    fitting = [k for k in range(19) if k not in (8, 10) and holds(k)]
+    assert len(fitting) >= 2
+    assert sum(holds(k) for k in picked) == min(len(fitting), len(picked)), (question_type, picked)
+
+
+def test_a_life_too_thin_gives_fewer_seeds_and_excluded_evidence_is_not_chosen_again():
+    _, picked = chosen("comparison", [0], asked_day=6)  # by day 6 only event 1 is seen besides the key's
+    assert picked == [1]
+    ev, seen, events = life()
+    _, found = seeds.select(item("factual", [8]), ev, seen, events, excluded={"v0", "v2"})
+    assert not {"v0", "v2"} & {i for s in found for i in s.evidence_ids}
+
+
+def test_the_per_type_table_in_the_docs_is_the_code_table():
+    text = DOCS.read_text(encoding="utf-8")
+    for question_type, rule in seeds.SEED_RULES.items():
+        assert f"| {question_type} | {rule.says} |" in text
+
+
+# ------------------------------------------------------------------------------------- key-blind rendering
+
+def four(statements: list[str], key: int) -> list[OptionSeed]:
+    return [OptionSeed(role="key" if n == key else "distractor", statements=[s], evidence_ids=[f"v{n}"],
+                       invented=n == 3) for n, s in enumerate(statements)]
+
+
+def renderer_prompt(world: World, qa: QA, seeds_: list[OptionSeed], number: int = 1) -> str:
+    from synth.config.prompts import render_text
+    from synth.records import LifeArc, Persona
+
+    ordered = render.shuffled(qa, seeds_, number)
+    [persona] = world.read("persona.jsonl", Persona)
+    return render_text("distractors_render.j2", language="en", **render.render_variables(
+        qa, persona, world.read("arcs.jsonl", LifeArc), ordered, []))
+
+
+def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(tmp_path):
+    world = World(tmp_path / "out")
+    qa = item("causal", [8])
+    texts = ["He moved out in March.", "He quit the choir.", "He bought a bike.", "He called his sister."]
+    prompts = {renderer_prompt(world, qa, four(texts, key)) for key in range(4)}
+    assert len(prompts) == 1  # no mark of the true seed (nor of the invented one) anywhere in it
+    prompt = prompts.pop()
+    assert ANSWER not in prompt and "invented" not in prompt.lower() and "correct" not in prompt.lower()
+    # the true seed's number is spread over the items, not fixed
+    places = {[n for n, s in enumerate(render.shuffled(qa.model_copy(update={"id": f"q{i}"}), four(texts, 0), 1))
+               if s.role == "key"][0] for i in range(40)}
+    assert places == {0, 1, 2, 3}
+
+
+# ------------------------------------------------------------------------------------- the stage, scripted
+
+KEY_MARK = "Statement 0.0"  # the hand-made item's evidence (test_qa_stages.hand_qa)
+
+
+class Scripted:
+    """Answers by task: the renderer writes each statement set as an answer (tagged with its round); the reader
+    picks the key's rendering in the first `key_picks` rounds, another option after; the verify judge agrees."""
+
+    name = "fake"
+    key_env = None
+
+    def __init__(self, key_picks: int = 1, also_true_once: bool = False) -> None:
+        self.key_picks = key_picks
+        self.also_true_once = also_true_once
+        self.seen: list[LLMRequest] = []
+        self.renders = 0
+
+    def reply(self, request: LLMRequest) -> dict:
+        prompt = request.messages[-1]["content"]
+        if request.task == "distractors_render":
+            self.renders += 1
+            sets = re.findall(r"Statement set (\d):\n((?:- .*\n)+)", prompt)
+            return {f"option_{n}": f"Round {self.renders}, honestly it came down to this: "
+                    + " and ".join(line[2:] for line in body.strip().splitlines()) + "." for n, body in sets}
+        if request.task == "distractors_seeds":
+            need = int(re.search(r"Write (\d) statement sets", prompt).group(1))
+            return {"seeds": [{"statements": [f"Statement 9{k}.0: he did another thing {k} and felt {k}"]}
+                              for k in range(need)]}
+        shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCD"}}
+        key = next(c for c, text in shown.items() if KEY_MARK in text)
+        if request.task == "distractors_validate":
+            picks_key = sum(r.task == "distractors_validate" for r in self.seen) <= self.key_picks
+            return {"choice": key if picks_key else next(c for c in "ABCD" if c != key), "needs_memory": True,
+                    "reason": "READER-REASON: one answer sounds lived-in"}
+        other = next(c for c in "ABCD" if c != key)
+        holds_too = self.also_true_once and sum(r.task == "distractors_verify" for r in self.seen) == 1
+        return {"key_supported": True, "others_ruled_out": not holds_too, "question_favours_option": False,
+                "notes": [{"option": other, "problem": "ALSO-TRUE"}] if holds_too else [], "reason": "checked"}
+
+    async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
+        self.seen.append(request)
+        return ProviderResponse(text=json.dumps(self.reply(request)), usage=Usage(input_tokens=10, output_tokens=5))
+
+
+def prompts_of(provider: Scripted, task: str) -> list[str]:
+    return [" ".join(m["content"] for m in r.messages) for r in provider.seen if r.task == task]
+
+
+def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
+    provider = Scripted(key_picks=1)
+    world = World(tmp_path / "out", provider=provider)
+    qa = hand_qa(world)  # causal: a seeded type
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert [r.task for r in provider.seen] == ["distractors_render", "distractors_validate"] * 2 + [
+        "distractors_verify"]
+    assert [(r.round, r.too_easy, r.blind_correct) for r in mcq.refinement] == [(1, True, True), (2, False, False)]
+    # the key is the second round's rendering of the true seed, at the item's balanced position; the free-text
+    # answer stays the QA writer's
+    assert mcq.correct_choice_id == key_letter(qa) and mcq.answer == ANSWER
+    key_text = next(c.text for c in mcq.choices if c.id == mcq.correct_choice_id)
+    assert key_text.startswith("Round 2,") and KEY_MARK in key_text
+    assert all(c.text.startswith("Round 2,") for c in mcq.choices[:4])  # all four re-rendered, none kept
+    placed = {s.choice_id: s for s in mcq.option_seeds}
+    assert sorted(placed) == list("ABCD") and placed[mcq.correct_choice_id].role == "key"
+    assert all(not s.invented and s.evidence_ids for s in mcq.option_seeds)
+    renders = prompts_of(provider, "distractors_render")
+    assert "READER-REASON" not in renders[0] and "READER-REASON" in renders[1]
+    for prompt in [*renders, *prompts_of(provider, "distractors_validate")]:
+        # no mark of the true option: not the reference answer, not the reader's hit, no records
+        assert ANSWER not in prompt and "picked the correct" not in prompt and "SECRET TRACE" not in prompt
+        assert "marked correct" not in prompt
+    for prompt in renders:
+        assert prompt.count("Statement set ") == 4 and KEY_MARK in prompt and "correct" not in prompt.lower()
+
+
+def test_a_seed_the_verify_judge_finds_also_true_is_replaced(tmp_path):
+    provider = Scripted(key_picks=0, also_true_once=True)
+    world = World(tmp_path / "out", provider=provider)
+    hand_qa(world)
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    first, second = mcq.refinement
+    assert first.supported is False and first.also_true and second.supported is True
+    renders = prompts_of(provider, "distractors_render")
+    dropped = re.search(rf"{first.also_true[0]}\. Round 1, honestly it came down to this: (.*)\.",
+                        prompts_of(provider, "distractors_verify")[0]).group(1)
+    assert dropped in renders[0] and dropped not in renders[1]
+
+
+def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_path):
+    provider = Scripted(key_picks=0)
+    world = World(tmp_path / "out", provider=provider)
+    qa = hand_qa(world)
+    from synth.core.jsonl import write_atomic
+
+    # asked the day after the first event: no other event seen yet, so all three seeds are written
+    write_atomic(world.dir / "qa.jsonl", [qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20)})])
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert [r.task for r in provider.seen][:2] == ["distractors_seeds", "distractors_render"]
+    assert sorted(s.invented for s in mcq.option_seeds) == [False, True, True, True]
+    assert all(not s.evidence_ids for s in mcq.option_seeds if s.invented)
+    [render_prompt] = prompts_of(provider, "distractors_render")
+    assert "invented" not in render_prompt.lower() and "counter" not in render_prompt.lower()
+    # the counter-seeds read like any other statement set
+    assert re.search(r"Statement set \d:\n- Statement 90\.0", render_prompt)
+
+
+def test_unanswerable_items_keep_the_written_inventions(tmp_path):
+    provider = Scripted()
+    world = World(tmp_path / "out")
+    hand_qa(world, "unanswerable")
+    world.run(distractors_stage)
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert mcq.correct_choice_id == "E" and not mcq.option_seeds
+    assert {r.task for r in world.fake.seen} >= {"distractors"} and provider.seen == []
+
+
+# ------------------------------------------------------------------------------------- formats in synth eval
+
+def test_eval_asks_the_choice_only_of_mcq_valid_items_and_scores_free_text_only_on_open_valid_ones():
+    from synth.eval.data import _question
+    from synth.eval.metrics import question_metrics
+
+    raw = {"id": "q", "question": "What happened?", "question_type": "causal", "answer": "x",
+           "choices": [{"id": c, "text": c * 5} for c in "ABCDE"], "correct_choice_id": "B"}
+    assert _question(raw, "p").choices and _question(raw, "p").formats == ("open", "mcq")  # data without: both
+    open_only = _question({**raw, "formats": ["open"]}, "p")
+    assert open_only.choices == () and open_only.correct_choice_id is None
+    row = {"correct": True, "judge": {"truthfulness": 2, "consistency": 3, "memory_recall": 1.0}}
+    both = question_metrics({**row, "formats": ["open", "mcq"]})
+    assert both["choice_accuracy"] == 1.0 and both["qa_consistency"] == 1.0
+    mcq_only = question_metrics({**row, "formats": ["mcq"]})
+    assert mcq_only["choice_accuracy"] == 1.0 and mcq_only["qa_consistency"] is None
+    assert mcq_only["hallucination_rate"] is None and mcq_only["memory_recall"] == 1.0
