@@ -12,11 +12,12 @@ from kit import Scripted, run_stage
 
 from synth.config import conf
 from synth.config.personas import PersonaSeed
-from synth.core.jsonl import read_records
+from synth.core.jsonl import read_records, write_atomic
 from synth.llm.base import LLMRequest
 from synth.records import (
     CANNOT_DETERMINE,
     MCQ,
+    QA,
     QUESTION_TYPES,
     AnchorState,
     ArcState,
@@ -35,6 +36,7 @@ from synth.records import (
     mint_id,
 )
 from synth.stages import STAGES
+from synth.stages.distractors import balanced_positions
 
 START = dt.date(2022, 1, 1)
 END = dt.date(2022, 6, 30)
@@ -192,3 +194,33 @@ def judges(correct: dict[str, str], answers: dict[str, str] | None = None) -> Sc
         return {"choice": pick, "confidence": 0.95, "reason": "one record" if cue == "ONE-TRACE" else "cue"}
 
     return Scripted({task: answer for task in STAGES["filter"].tasks}, seed=3)
+
+
+# ------------------------------------------------------------------------------------- a hand-made QA item
+
+HAND_ANSWER = "I finally told Xiaomei how lost I felt, after weeks of hiding in the car downstairs."  # hand_qa's reference answer
+
+
+def hand_qa(world: QAWorld, question_type: str = "causal") -> QA:
+    traces = list(world.traces().values())
+    evidence = world.read("evidence.jsonl", Evidence)
+    first = evidence[0]
+    carrying = [t.id for t in traces if first.id in t.evidence_ids]
+    unanswerable = question_type == "unanswerable"
+    qa = QA(id=mint_id(PID, "qa", question_type), persona_id=PID, question_type=question_type,
+            dimension="emotion", arc_id=first.arc_ids[0], question_time=dt.datetime(2022, 3, 1, 20),
+            question="Lin, what changed back then?",
+            answer=CANNOT_DETERMINE["en"] if unanswerable else HAND_ANSWER,
+            evidence=[] if unanswerable else [EvidenceRef(statement=first.statement, evidence_id=first.id,
+                                                          digital_trace_ids=carrying)],
+            digital_trace_ids=[] if unanswerable else carrying, window_end=dt.date(2022, 3, 1))
+    write_atomic(world.dir / "qa.jsonl", [qa])
+    return qa
+
+
+def key_letter(qa: QA) -> str:
+    return "ABCD"[balanced_positions([qa.id])[qa.id]]
+
+
+def not_key(qa: QA) -> str:
+    return next(c for c in "ABCD" if c != key_letter(qa))

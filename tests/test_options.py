@@ -4,16 +4,17 @@ failure; counter-seeds marked invented in the data and never in a prompt."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from pathlib import Path
 
 import pytest
-from test_qa_stages import ANSWER, PID, World, hand_qa, key_letter
+from kit import Scripted
+from qa_world import HAND_ANSWER as ANSWER
+from qa_world import PID, QAWorld, hand_qa, key_letter
 
-from synth.llm.base import LLMRequest, ProviderResponse, Usage
+from synth.llm.base import LLMRequest
 from synth.records import MCQ, QA, Event, Evidence, EvidenceRef, OptionSeed
-from synth.stages import distractors as distractors_stage
+from synth.stages import STAGES
 from synth.stages.options import render, seeds
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "options.md"
@@ -104,7 +105,7 @@ def four(statements: list[str], key: int) -> list[OptionSeed]:
                        invented=n == 3) for n, s in enumerate(statements)]
 
 
-def renderer_prompt(world: World, qa: QA, seeds_: list[OptionSeed], number: int = 1) -> str:
+def renderer_prompt(world: QAWorld, qa: QA, seeds_: list[OptionSeed], number: int = 1) -> str:
     from synth.config.prompts import render_text
     from synth.records import LifeArc, Persona
 
@@ -115,7 +116,7 @@ def renderer_prompt(world: World, qa: QA, seeds_: list[OptionSeed], number: int 
 
 
 def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(tmp_path):
-    world = World(tmp_path / "out")
+    world = QAWorld(tmp_path / "out")
     qa = item("causal", [8])
     texts = ["He moved out in March.", "He quit the choir.", "He bought a bike.", "He called his sister."]
     prompts = {renderer_prompt(world, qa, four(texts, key)) for key in range(4)}
@@ -133,12 +134,9 @@ def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(tmp_
 KEY_MARK = "Statement 0.0"  # the hand-made item's evidence (test_qa_stages.hand_qa)
 
 
-class Scripted:
+class ByRule:
     """Answers by task: the renderer writes each statement set as an answer (tagged with its round); the reader
     picks the key's rendering in the first `key_picks` rounds, another option after; the verify judge agrees."""
-
-    name = "fake"
-    key_env = None
 
     def __init__(self, key_picks: int = 1, also_true_once: bool = False) -> None:
         self.key_picks = key_picks
@@ -168,20 +166,24 @@ class Scripted:
         return {"key_supported": True, "others_ruled_out": not holds_too, "question_favours_option": False,
                 "notes": [{"option": other, "problem": "ALSO-TRUE"}] if holds_too else [], "reason": "checked"}
 
-    async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
+    def answer(self, request: LLMRequest) -> dict:
         self.seen.append(request)
-        return ProviderResponse(text=json.dumps(self.reply(request)), usage=Usage(input_tokens=10, output_tokens=5))
+        return self.reply(request)
+
+    def model(self) -> Scripted:
+        """The kit's scripted model answering every distractors task by these rules."""
+        return Scripted({task: self.answer for task in STAGES["distractors"].tasks}, seed=3)
 
 
-def prompts_of(provider: Scripted, task: str) -> list[str]:
+def prompts_of(provider: ByRule, task: str) -> list[str]:
     return [" ".join(m["content"] for m in r.messages) for r in provider.seen if r.task == task]
 
 
 def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
-    provider = Scripted(key_picks=1)
-    world = World(tmp_path / "out", provider=provider)
+    provider = ByRule(key_picks=1)
+    world = QAWorld(tmp_path / "out", model=provider.model())
     qa = hand_qa(world)  # causal: a seeded type
-    world.run(distractors_stage)
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert [r.task for r in provider.seen] == ["distractors_render", "distractors_validate"] * 2 + [
         "distractors_verify"]
@@ -206,10 +208,10 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
 
 
 def test_a_seed_the_verify_judge_finds_also_true_is_replaced(tmp_path):
-    provider = Scripted(key_picks=0, also_true_once=True)
-    world = World(tmp_path / "out", provider=provider)
+    provider = ByRule(key_picks=0, also_true_once=True)
+    world = QAWorld(tmp_path / "out", model=provider.model())
     hand_qa(world)
-    world.run(distractors_stage)
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     first, second = mcq.refinement
     assert first.supported is False and first.also_true and second.supported is True
@@ -220,14 +222,14 @@ def test_a_seed_the_verify_judge_finds_also_true_is_replaced(tmp_path):
 
 
 def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_path):
-    provider = Scripted(key_picks=0)
-    world = World(tmp_path / "out", provider=provider)
+    provider = ByRule(key_picks=0)
+    world = QAWorld(tmp_path / "out", model=provider.model())
     qa = hand_qa(world)
     from synth.core.jsonl import write_atomic
 
     # asked the day after the first event: no other event seen yet, so all three seeds are written
     write_atomic(world.dir / "qa.jsonl", [qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20)})])
-    world.run(distractors_stage)
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert [r.task for r in provider.seen][:2] == ["distractors_seeds", "distractors_render"]
     assert sorted(s.invented for s in mcq.option_seeds) == [False, True, True, True]
@@ -239,13 +241,13 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
 
 
 def test_unanswerable_items_keep_the_written_inventions(tmp_path):
-    provider = Scripted()
-    world = World(tmp_path / "out")
+    provider = ByRule()
+    world = QAWorld(tmp_path / "out")
     hand_qa(world, "unanswerable")
-    world.run(distractors_stage)
+    world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     assert mcq.correct_choice_id == "E" and not mcq.option_seeds
-    assert {r.task for r in world.fake.seen} >= {"distractors"} and provider.seen == []
+    assert {r.task for r in world.model.seen} >= {"distractors"} and provider.seen == []
 
 
 # ------------------------------------------------------------------------------------- formats in synth eval

@@ -8,9 +8,8 @@ import re
 from collections import Counter
 
 import pytest
-from qa_world import END, PID, START, QAWorld
+from qa_world import END, HAND_ANSWER, START, QAWorld, hand_qa, key_letter, not_key
 
-from synth.core.jsonl import write_atomic
 from synth.life.windows import Segment, arc_states, candidates, observable_evidence, trajectory_segments
 from synth.records import (
     CANNOT_DETERMINE,
@@ -19,7 +18,6 @@ from synth.records import (
     QUESTION_TYPES,
     Event,
     Evidence,
-    EvidenceRef,
     LifeArc,
     MajorEvent,
     Phase,
@@ -214,30 +212,12 @@ def test_a_single_point_selection_cannot_carry_a_comparison(world):
 
 # ---------------------------------------------------------------------------------------- distractors
 
-ANSWER = "I finally told Xiaomei how lost I felt, after weeks of hiding in the car downstairs."
 SAME_LENGTH = [
     "I only opened up because Xinyu drew a picture of our family that made me cry at dinner.",
     "A counsellor my boss recommended convinced me to talk to Xiaomei about the pressure I had.",
     "My mother's phone call about her rehab made me realise I should confide in my sister first.",
     "Old Zhang told me to take the branch job, and leaving town gave us space to finally talk again.",
 ]
-
-
-def hand_qa(world: QAWorld, question_type: str = "causal") -> QA:
-    traces = list(world.traces().values())
-    evidence = world.read("evidence.jsonl", Evidence)
-    first = evidence[0]
-    carrying = [t.id for t in traces if first.id in t.evidence_ids]
-    unanswerable = question_type == "unanswerable"
-    qa = QA(id=mint_id(PID, "qa", question_type), persona_id=PID, question_type=question_type,
-            dimension="emotion", arc_id=first.arc_ids[0], question_time=dt.datetime(2022, 3, 1, 20),
-            question="Lin, what changed back then?",
-            answer=CANNOT_DETERMINE["en"] if unanswerable else ANSWER,
-            evidence=[] if unanswerable else [EvidenceRef(statement=first.statement, evidence_id=first.id,
-                                                          digital_trace_ids=carrying)],
-            digital_trace_ids=[] if unanswerable else carrying, window_end=dt.date(2022, 3, 1))
-    write_atomic(world.dir / "qa.jsonl", [qa])
-    return qa
 
 
 # a type whose distractors are still written around the key (its options are numbers; the seeded types are
@@ -257,14 +237,6 @@ def support_reply(key: bool = True, others: bool = True, notes=(), reason: str =
                   favours: bool = False) -> str:
     return json.dumps({"key_supported": key, "others_ruled_out": others, "question_favours_option": favours,
                        "notes": [{"option": o, "problem": p} for o, p in notes], "reason": reason})
-
-
-def key_letter(qa: QA) -> str:
-    return "ABCD"[balanced_positions([qa.id])[qa.id]]
-
-
-def not_key(qa: QA) -> str:
-    return next(c for c in "ABCD" if c != key_letter(qa))
 
 
 def test_refinement_loop_regenerates_until_validator_and_verify_judge_agree(world):
@@ -292,11 +264,11 @@ def test_refinement_loop_regenerates_until_validator_and_verify_judge_agree(worl
             assert request.settings.temperature == 0.0  # a judge
         if request.task == "distractors_verify":
             assert "SECRET TRACE" in text and f"marked correct: {key_letter(qa)}" in text
-    assert mcq.correct_choice_id == key_letter(qa) and mcq.choices["ABCD".index(key_letter(qa))].text == ANSWER
+    assert mcq.correct_choice_id == key_letter(qa) and mcq.choices["ABCD".index(key_letter(qa))].text == HAND_ANSWER
     assert [c.id for c in mcq.choices] == list("ABCDE") and mcq.choices[4].text == CANNOT_DETERMINE["en"]
     # the three distractors closest in length to the answer are kept; the fourth is the spare
-    kept = [c.text for c in mcq.choices[:4] if c.text != ANSWER]
-    spare = max(SAME_LENGTH, key=lambda t: (abs(len(t) - len(ANSWER)), SAME_LENGTH.index(t)))
+    kept = [c.text for c in mcq.choices[:4] if c.text != HAND_ANSWER]
+    spare = max(SAME_LENGTH, key=lambda t: (abs(len(t) - len(HAND_ANSWER)), SAME_LENGTH.index(t)))
     assert kept == [t for t in SAME_LENGTH if t != spare]
 
 
@@ -346,9 +318,9 @@ def test_length_guard_asks_again_without_calling_the_validator(world):
 def test_a_centroid_key_is_rewritten_before_any_model_judges_it(world):
     """Distractors that each swap one detail of the key make the key the options' centroid: caught by code."""
     qa = hand_qa(world, WRITTEN)
-    perturbed = [ANSWER.replace("Xiaomei", "my sister"), ANSWER.replace("weeks", "months"),
-                 ANSWER.replace("in the car downstairs", "at the office late"),
-                 ANSWER.replace("how lost I felt", "how angry I was")]
+    perturbed = [HAND_ANSWER.replace("Xiaomei", "my sister"), HAND_ANSWER.replace("weeks", "months"),
+                 HAND_ANSWER.replace("in the car downstairs", "at the office late"),
+                 HAND_ANSWER.replace("how lost I felt", "how angry I was")]
     world.model.queue("distractors", distractor_reply(perturbed), distractor_reply())
     world.model.queue("distractors_validate", verdict_reply(True, "fine", not_key(qa)))
     world.model.queue("distractors_verify", support_reply())
