@@ -16,7 +16,8 @@ from synth.core.jsonl import read_records, write_atomic
 from synth.records import MCQ, QUESTION_TYPES, FinalItem, Rejected, Trace
 from synth.release.clonemem import export_dataset, load_clonemem, size_bucket
 from synth.release.review import import_review, write_review
-from synth.release.stats import collect, print_stats
+from synth.release.stats import collect
+from synth.release.stats_report import print_stats
 
 QUESTION_KEYS = {"id", "question", "question_type", "question_time", "answer", "dimension", "digital_trace_ids",
                  "evidence", "choices", "correct_choice_id"}
@@ -88,8 +89,9 @@ def test_unanswerable_items_export_their_background_evidence(tmp_path, dataset):
     assert unanswerable.evidence and all(r.background for r in unanswerable.evidence)
     copy = tmp_path / "copy"
     shutil.copytree(dataset, copy)
-    write_atomic(copy / PID / "final.jsonl", [*final, FinalItem(**unanswerable.model_dump())]
-                 if unanswerable.id not in {i.id for i in final} else final)
+    # kept in both formats (an open-only item exports without options)
+    both = FinalItem(**unanswerable.model_dump())
+    write_atomic(copy / PID / "final.jsonl", [*(i for i in final if i.id != unanswerable.id), both])
     [path] = export_dataset(copy)
     raw = json.loads(path.read_text(encoding="utf-8"))
     [question] = [q for q in raw["questions"] if q["id"] == unanswerable.id]
@@ -125,13 +127,16 @@ def test_review_sheet_and_import_move_a_rejected_item(tmp_path, dataset):
     out = tmp_path / "copy"
     shutil.copytree(dataset, out)
     before = read_records(out / PID / "final.jsonl", FinalItem)
-    sheet = write_review(out, 8, seed=1)
+    strata = {(i.question_type, i.dimension) for i in before}
+    # as many rows as strata (up to 8; the fake's random judges decide how many survive): a stratified sample
+    # never repeats a stratum while an unused one is left
+    size = min(8, len(strata))
+    assert size >= 4, f"the fake run kept only {len(strata)} strata"
+    sheet = write_review(out, size, seed=1)
     with sheet.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 8 and all(r["verdict"] == "" for r in rows)
-    strata = {(i.question_type, i.dimension) for i in before}
-    assert len(strata) >= 8  # so a stratified sample of 8 never repeats a stratum
-    assert len({(r["question_type"], r["dimension"]) for r in rows}) == 8
+    assert len(rows) == size and all(r["verdict"] == "" for r in rows)
+    assert len({(r["question_type"], r["dimension"]) for r in rows}) == size
     assert all("SECRET TRACE" in r["traces"] for r in rows if r["question_type"] != "unanswerable")
     rows[0]["verdict"], rows[0]["note"] = "reject", "gold answer is wrong"
     rows[1]["verdict"] = "ok"

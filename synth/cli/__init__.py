@@ -314,7 +314,7 @@ def export_command(out: Out = None, preset: Preset = None, format: Annotated[str
 @guarded
 def stats_command(out: Out = None, preset: Preset = None, plot: Annotated[bool, typer.Option("--plot")] = False) -> None:
     """Counts and distributions: types, dimensions, media, rejections per filter, blind accuracy, positions."""
-    from synth.release.stats import print_stats
+    from synth.release.stats_report import print_stats
 
     print_stats(_out(out, preset), out_console, plot=plot)
 

@@ -71,7 +71,7 @@ class Seeder:
             written = await self.ctx.ask(
                 "distractors_seeds", "distractors_seeds.j2",
                 render.counter_seed_variables(qa, self.ctx.persona, self.ctx.arcs, key, [*real, *state.written],
-                                              need, size), render.CounterSeeds)
+                                              need, size), render.counter_seeds_model(need))
             state.written += render.invented(written, need, size)
         return [key, *real, *state.written][: seeds.DISTRACTORS + 1]
 

@@ -4,8 +4,9 @@ on which seed is true, and writes each as this person's answer; code maps the re
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from synth.llm.cache import content_hash
 from synth.records import QA, OptionSeed, Trace
@@ -29,6 +30,13 @@ class CounterSeed(BaseModel):
 
 class CounterSeeds(BaseModel):
     seeds: list[CounterSeed] = Field(min_length=1, max_length=3)
+
+
+@lru_cache(maxsize=None)
+def counter_seeds_model(need: int) -> type[CounterSeeds]:
+    """The counter-seeds answer for exactly `need` sets: fewer would leave the item short of four options."""
+    return create_model("CounterSeeds", __base__=CounterSeeds,
+                        seeds=(list[CounterSeed], Field(min_length=need, max_length=need)))
 
 
 def seed_key(seed: OptionSeed) -> str:
