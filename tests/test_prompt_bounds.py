@@ -6,7 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from types import SimpleNamespace
 
-from test_stages_scripted import PID, persona
+from handmade import PID
+from handmade import maya as persona
 
 from synth.config.prompts import render
 from synth.core.tokens import estimate_tokens
