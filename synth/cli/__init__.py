@@ -418,6 +418,11 @@ def prompts_show(stage: Annotated[str, typer.Argument(help="A stage name or a te
         out_console.print(path.read_text(encoding="utf-8"), markup=False, highlight=False)
 
 
+from synth.cli.config_show import config_app  # noqa: E402 - it uses the options and guard defined above
+
+app.add_typer(config_app, name="config")
+
+
 def main() -> None:
     import warnings
 

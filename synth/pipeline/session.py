@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from synth.config import conf
+from synth.config import conf, settings
 from synth.config.personas import PersonaSeed, load_personas
 from synth.core.errors import BudgetExceeded, InputError, SynthError
 from synth.core.jsonl import write_json_atomic
@@ -159,6 +159,12 @@ class Resolved:
     changes: list[str]  # "provider fake → local" … against the recorded dataset.json
 
 
+def check_tasks(config: dict, source: Path | str | None, registry: StageRegistry = STAGES) -> None:
+    """Per-task tables name tasks of the pipeline (or of a test's or plugin's own registry)."""
+    tasks = {task for stage in (*STAGES.values(), *registry.values()) for task in stage.tasks}
+    settings.check_tasks(config, tasks, source or conf.CONFIG_DIR / "presets.toml")
+
+
 def recorded_settings(out: Path) -> dict | None:
     path = out / "dataset.json"
     if not path.is_file():
@@ -180,7 +186,9 @@ def resolve_run(out: Path, preset: str | None, provider: str | None, model: str 
     if recorded is None:
         name, reason = conf.choose_provider(provider)
         preset = preset or default_preset(None, provider)  # cli._preset(preset, provider): tiny on local
-        return Resolved(preset, name, reason, model, base_url, conf.preset_config(preset, config_file), personas, [])
+        config = conf.preset_config(preset, config_file)
+        check_tasks(config, config_file)
+        return Resolved(preset, name, reason, model, base_url, config, personas, [])
     where = out / "dataset.json"
     old = {key: recorded.get(key) for key in ("preset", "provider", "model", "base_url")}
     if provider is None or provider == old["provider"]:
@@ -192,13 +200,18 @@ def resolve_run(out: Path, preset: str | None, provider: str | None, model: str 
     preset = preset or old["preset"]
     if config_file is None and preset == old["preset"]:
         # A section added to synth after the dataset was made takes today's defaults (the recorded ones win).
-        config = {**conf.preset_config(preset), **recorded["config"], "preset": preset,
-                  "_scale": recorded.get("scale_overrides", {})}
-        from synth.config import settings
+        # An older dataset recorded some keys elsewhere (a shared knob in each stage's section, per-task tables by
+        # template or stage): mapped to today's, so it still loads.
+        tasks_of = {name: stage.tasks for name, stage in STAGES.items()}
+        scales = {scale: settings.upgrade(over, tasks_of) for scale, over in recorded.get("scale_overrides", {}).items()}
+        config = {**conf.preset_config(preset), **settings.upgrade(recorded["config"], tasks_of), "preset": preset,
+                  "_scale": scales}
 
         settings.parse(config, default_source=str(where))
+        check_tasks(config, where)
     else:
         config = conf.preset_config(preset, config_file)
+        check_tasks(config, config_file)
     route = conf.resolve_route(name, model, base_url)
     new = {"preset": preset, "provider": name, "model": route.model, "base_url": base_url}
     changes = [f"{key} {old[key]} → {new[key]}" for key in new if old[key] != new[key]]
@@ -219,6 +232,8 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
                  registry: StageRegistry = STAGES, log: Console | None = None) -> Session:
     """`config_file` is a --config TOML file, or a config already resolved (see `resolve_run`)."""
     config = dict(config_file) if isinstance(config_file, dict) else conf.preset_config(preset, config_file)
+    if not isinstance(config_file, dict):
+        check_tasks(config, config_file, registry)
     if concurrency:
         config["concurrency"] = concurrency
     route = conf.resolve_route(provider, model, base_url)

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.config.settings import FilterSettings
+from synth.config.settings import FilterSettings, McqSettings, PromptsSettings
 from synth.core.jsonl import write_json_atomic
 from synth.engine.stage import Records, Stage, StageContext
 from synth.quality import rules
@@ -133,7 +133,7 @@ def shown_evidence(item: MCQ, seen: dict[str, dt.datetime], evidence: list[Evide
     return [{"date": when.date().isoformat(), "statement": e.statement} for when, e in known[-limit:]]
 
 
-def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace], section: FilterSettings,
+def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace], prompts: PromptsSettings,
                           related: list[str] | None = None) -> dict:
     """What the sufficiency judge reads: an answerable item's evidence and traces; an unanswerable item's arc
     evidence and the persona's traces most related to the question across every arc (`related`), up to its time."""
@@ -141,14 +141,14 @@ def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace]
     return {
         "question_type": item.question_type, "question": item.question,
         "question_time": item.question_time.isoformat(timespec="minutes"), "answer": item.answer,
-        "unanswerable": not answerable(item), "evidence": shown, "traces": trace_excerpts(ids, traces, section),
+        "unanswerable": not answerable(item), "evidence": shown, "traces": trace_excerpts(ids, traces, prompts),
     }
 
 
-def single_trace_variables(item: MCQ, trace_id: str, traces: dict[str, Trace], section: FilterSettings) -> dict:
+def single_trace_variables(item: MCQ, trace_id: str, traces: dict[str, Trace], prompts: PromptsSettings) -> dict:
     """The single-trace test sees the question, the options and ONE of the needed traces."""
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
-            "choices": [c.model_dump() for c in item.choices], "traces": trace_excerpts([trace_id], traces, section)}
+            "choices": [c.model_dump() for c in item.choices], "traces": trace_excerpts([trace_id], traces, prompts)}
 
 
 def single_trace_ids(item: MCQ, limit: int) -> list[str]:
@@ -184,9 +184,9 @@ def other_traces(item: MCQ, related: list[str], limit: int) -> list[str]:
     return [t for t in related if t not in own][:limit]
 
 
-def unique_variables(item: MCQ, others: list[str], traces: dict[str, Trace], section: FilterSettings) -> dict:
+def unique_variables(item: MCQ, others: list[str], traces: dict[str, Trace], prompts: PromptsSettings) -> dict:
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
-            "answer": item.answer, "traces": trace_excerpts(others, traces, section)}
+            "answer": item.answer, "traces": trace_excerpts(others, traces, prompts)}
 
 
 def unique_problem(checked: Checked) -> str:
@@ -226,6 +226,7 @@ class Judge:
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
         self.section: FilterSettings = ctx.section
+        self.prompts = ctx.settings.prompts  # shared with qa and distractors
         self.traces = ctx.traces_by_id
         self.evidence = ctx.evidence
         self.first_seen = first_seen(self.traces.values())
@@ -236,17 +237,17 @@ class Judge:
             return []
         if self._related is None:
             self._related = RelatedTraces(self.ctx.traces)
-        return self._related.before(item.question, item.question_time, self.section.related_traces)
+        return self._related.before(item.question, item.question_time, self.ctx.settings.mcq.related_traces)
 
     async def sufficiency(self, item: MCQ) -> Sufficiency:
         shown = shown_evidence(item, self.first_seen, self.evidence, self.section.sufficiency_max_evidence)
         return await self.ctx.ask("filter_sufficiency", "filter_sufficiency.j2",
-                                  sufficiency_variables(item, shown, self.traces, self.section, self.related(item)),
+                                  sufficiency_variables(item, shown, self.traces, self.prompts, self.related(item)),
                                   Sufficiency)
 
     async def single_trace(self, item: MCQ, trace_id: str) -> tuple[str, Blind]:
         answer = await self.ctx.ask("filter_single_trace", "filter_single_trace.j2",
-                                    single_trace_variables(item, trace_id, self.traces, self.section), Blind)
+                                    single_trace_variables(item, trace_id, self.traces, self.prompts), Blind)
         return trace_id, answer
 
     async def blind(self, item: MCQ, sample: int) -> Blind:
@@ -271,7 +272,7 @@ class Judge:
         if not others:  # nothing else was written by then: nothing could answer it differently
             return None
         return await self.ctx.ask("filter_unique", "filter_unique.j2",
-                                  unique_variables(item, others, self.traces, self.section), Uniqueness)
+                                  unique_variables(item, others, self.traces, self.prompts), Uniqueness)
 
     async def check(self, item: MCQ) -> Records:
         # Independent judgements: ask them all at once (one level off the stage's critical path).
@@ -331,7 +332,7 @@ def human_verdicts(path: Path) -> dict[str, str]:
 # ------------------------------------------------------------------------------------------------ stage
 
 def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review_reason: str,
-                  traces: dict[str, Trace], section: FilterSettings) -> list[tuple[str, str]]:
+                  traces: dict[str, Trace], section: FilterSettings, mcq: McqSettings) -> list[tuple[str, str]]:
     """(filter, reason) for every filter but the near-duplicate one, in FILTERS order ('' passes). A malformed
     item is judged by format alone (it had no model checks: `checked` is None)."""
     if format_reason:
@@ -346,8 +347,8 @@ def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review
         ("single_point", single_point_problem(item, checked, section.single_trace_confidence)),
         ("inference_grounding", inference_problem(item, checked)),
         ("blind", blind_problem(item, checked, section.blind_unanswerable)),
-        ("length", length_problem(item, section.length_ratio)),
-        ("centrality", centrality_problem(item, section.centrality_margin)),
+        ("length", length_problem(item, mcq.length_ratio)),
+        ("centrality", centrality_problem(item, mcq.centrality_margin)),
         ("temporal", temporal_problem(item, traces)), ("human_review", review_reason),
     ]
 
@@ -398,7 +399,7 @@ async def run(ctx: StageContext) -> dict[str, list]:
     # An item whose checks failed this run is left to the retry (the runner reports the stage as failed).
     decidable = [i for i in items if formats[i.id] or i.id in checks]
     problems = {i.id: item_problems(i, checks.get(i.id), formats[i.id], reviewed.get(i.id, ""), judge.traces,
-                                    section) for i in decidable}
+                                    section, ctx.settings.mcq) for i in decidable}
     final, rejected = decide(decidable, checks, problems, section)
     write_json_atomic(ctx.dir / "filter_report.json", report(items, final, rejected))
     return {"final.jsonl": final, "rejected.jsonl": rejected}
@@ -426,6 +427,7 @@ STAGE = Stage(
                "filter_unique.j2"),
     judges=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique"),
     tasks=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique"),
+    config_keys=("prompts", "mcq"),  # the shared trace excerpts and option shape
     body=run,
     help="Format, evidence sufficiency, blind test, option length, temporal leakage, near-duplicates, human review.",
 )
