@@ -115,3 +115,13 @@ def test_a_per_task_key_naming_no_task_is_one_line_naming_the_file(tmp_path) -> 
     assert lines == [f"error: {override}: [task_max_tokens] traces_write: not a model task (the task of that "
                      f"template is traces); tasks: " + lines[0].split("tasks: ")[-1]]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("preset", conf.PRESETS)
+def test_the_shipped_per_task_tables_name_tasks_and_every_task_has_a_dry_run_estimate(preset) -> None:
+    from synth.stages import STAGES
+
+    tasks = {task for stage in STAGES.values() for task in stage.tasks}
+    config = conf.preset_config(preset)
+    settings.check_tasks(config, tasks, "presets.toml")
+    assert set(config["dry_run"]["output_tokens"]) == tasks
