@@ -46,8 +46,9 @@ CONFIG = conf.deep_merge(conf.preset_config("small"), {
     "temperature": 0.5, "max_tokens": 512,
     "qa": {"window_days": 60, "stride_days": 30, "types": list(QUESTION_TYPES), "target_per_type": 2,
            "plans_per_type": 3, "max_segment_evidence": 12},
-    "distractors": {"rounds": 3, "length_ratio": 1.5},
-    "filter": {"length_ratio": 1.5, "dedup_threshold": 0.85},
+    "distractors": {"rounds": 3},
+    "mcq": {"length_ratio": 1.5},
+    "filter": {"dedup_threshold": 0.85},
 })
 
 

@@ -251,7 +251,7 @@ def test_qa_write_variables_show_only_the_chosen_evidence_and_needed_traces():
     needed = qa.needed_traces(SEGMENT, plan.evidence)
     asked = dt.datetime(2022, 3, 4, 8)
     variables = qa.write_variables({"persona": "P", "arcs": []}, "ARC", SEGMENT, plan, needed, asked, SEG_TRACES,
-                                   SECTIONS.qa, 280)
+                                   SECTIONS.prompts, 280)
     assert variables["max_answer_chars"] == 280
     assert [e["index"] for e in variables["evidence"]] == [1, 2]
     assert [t["content"] for t in variables["traces"]] == ["content of t1_1", "content of t2_3"]
@@ -270,7 +270,7 @@ def test_the_qa_writer_sees_every_needed_trace_when_they_outnumber_the_cap():
     segment = Segment(arc_id="arc1", window=SEGMENT.window, evidence=items, new_ids=frozenset({"e6"}))
     pool = {t: trace(t, when, [e.evidence_id]).model_copy(update={"content": f"[{t}]" + "x" * 400})
             for e in items for t, when in zip(e.trace_ids, e.trace_times, strict=True)}
-    section = SECTIONS.qa.model_copy(update={"max_prompt_traces": 3, "trace_chars": 300})
+    section = SECTIONS.prompts.model_copy(update={"max_prompt_traces": 3, "trace_chars": 300})
     answer = qa.plan_model(6, 30).model_validate({**plan_answer().model_dump(), "evidence": [1, 2, 3, 4, 5, 6]})
     plan = qa.build_plan(answer, "trajectory", segment)
     needed = qa.needed_traces(segment, plan.evidence)
@@ -341,7 +341,7 @@ def persona() -> Persona:
 
 def test_distractor_write_variables_date_evidence_by_its_first_trace_and_carry_feedback():
     feedback = [{"round": 1, "reason": "only one is specific"}]
-    variables = distractors.write_variables(hand_qa(), persona(), [], DISTRACTOR_TRACES, SECTIONS.distractors, "en",
+    variables = distractors.write_variables(hand_qa(), persona(), [], DISTRACTOR_TRACES, SECTIONS.prompts, "en",
                                             feedback)
     assert variables["evidence"] == [{"date": "2022-03-01", "statement": "statement 1"}]
     assert [t["medium"] for t in variables["traces"]] == ["email", "diary"]  # item order; the unknown one dropped
@@ -417,9 +417,9 @@ def test_shown_evidence_for_answerable_and_unanswerable_items():
     shown = filter.shown_evidence(mcq(question_type="unanswerable"), seen, pool, 2)
     assert shown == [{"date": "2022-03-02", "statement": "statement 2"}, {"date": "2022-03-03", "statement": "statement 3"}]
     variables = filter.sufficiency_variables(mcq(question_type="unanswerable"), shown, DISTRACTOR_TRACES,
-                                             SECTIONS.filter)
+                                             SECTIONS.prompts)
     assert variables["unanswerable"] is True and variables["traces"] == [] and variables["evidence"] == shown
-    answered = filter.sufficiency_variables(mcq(), [], DISTRACTOR_TRACES, SECTIONS.filter)
+    answered = filter.sufficiency_variables(mcq(), [], DISTRACTOR_TRACES, SECTIONS.prompts)
     assert [t["content"] for t in answered["traces"]] == ["content of t_early"]
     assert set(filter.blind_variables(mcq())) == {"question", "question_time", "choices"}
 
@@ -436,12 +436,12 @@ def checked(item: MCQ, supported: bool = True, choice: str = "A", confidence: fl
 def test_item_problems_name_every_filter_in_order_and_format_alone_for_a_malformed_item():
     item = mcq()
     names = [name for name, _ in filter.item_problems(item, checked(item), "", "", DISTRACTOR_TRACES,
-                                                         SECTIONS.filter)]
+                                                         SECTIONS.filter, SECTIONS.mcq)]
     assert names == [n for n in filter.FILTERS if n not in ("duplicate", "cross_type_duplicate")]
-    assert filter.item_problems(item, None, "an empty option", "", {}, SECTIONS.filter) == [
+    assert filter.item_problems(item, None, "an empty option", "", {}, SECTIONS.filter, SECTIONS.mcq) == [
         ("format", "an empty option")]
     found = dict(filter.item_problems(item, checked(item, supported=False, choice="B"), "", "a reviewer said no",
-                                      DISTRACTOR_TRACES, SECTIONS.filter))
+                                      DISTRACTOR_TRACES, SECTIONS.filter, SECTIONS.mcq))
     assert found["sufficiency"] == "the evidence does not support the answer: thin"
     assert found["blind"].startswith("answered correctly without any context by 2 of 2 picks (B, B)")
     assert found["human_review"] == "a reviewer said no" and found["temporal"] == "" and found["length"] == ""
@@ -450,7 +450,7 @@ def test_item_problems_name_every_filter_in_order_and_format_alone_for_a_malform
 def test_decide_names_the_first_failure_and_judges_duplicates_against_kept_items():
     first, again, bad = mcq(0), mcq(1, question="What changed after the talk??"), mcq(2, question="Other thing?")
     checks = {i.id: checked(i) for i in (first, again)}
-    ok = filter.item_problems(first, checks[first.id], "", "", DISTRACTOR_TRACES, SECTIONS.filter)
+    ok = filter.item_problems(first, checks[first.id], "", "", DISTRACTOR_TRACES, SECTIONS.filter, SECTIONS.mcq)
     problems = {first.id: ok, again.id: ok, bad.id: [("format", "an empty option")]}
     final, rejected = filter.decide([first, again, bad], checks, problems, SECTIONS.filter)
     assert [i.id for i in final] == [first.id]
@@ -480,7 +480,7 @@ def test_cross_type_duplicates_keep_the_rarer_type_and_are_reported():
                                    "My health would be worse and my wife would still be worried")
     items = [trajectory, comparison, other_trajectory, counterfactual]
     checks = {i.id: checked(i) for i in items}
-    passing = filter.item_problems(mcq(), checked(mcq()), "", "", DISTRACTOR_TRACES, SECTIONS.filter)
+    passing = filter.item_problems(mcq(), checked(mcq()), "", "", DISTRACTOR_TRACES, SECTIONS.filter, SECTIONS.mcq)
     assert not any(reason for _, reason in passing)
     final, rejected = filter.decide(items, checks, {i.id: passing for i in items}, SECTIONS.filter)
     assert sorted(i.id for i in final) == ["i0", "i2", "i3"], "the comparison (1 item) wins over a trajectory (2)"

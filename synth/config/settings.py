@@ -1,294 +1,134 @@
-"""Typed settings: one pydantic model per config section, unknown keys refused, defaults only in presets.toml.
+"""The whole typed configuration of a run (`Settings`), its checks, and the reading of an older dataset's recorded one.
 
-The models declare names and types and nothing else (no defaults): every value comes from `presets.toml`'s
-`[defaults]`, a preset, a scale override or a user's `--config` file, so a default cannot drift between the file
-and the code. A key that no model declares — `[qa] windows_days = 30` — is one line naming the file, the section
-and the key.
+The stage sections and their help text live in synth.config.sections; this module adds the run-wide knobs, the
+eval, batch and dry-run sections, the key checks (a key no model declares — `[qa] windows_days = 30` — is one line
+naming the file, the section and the key) and `upgrade`, which maps the keys an older dataset.json recorded.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ValidationError
 
-from synth.config import question_types
+from synth.config.sections import (
+    ArcsSettings,
+    ChatsSettings,
+    DistractorsSettings,
+    EventsSettings,
+    FilterSettings,
+    Language,
+    LifelogSettings,
+    McqSettings,
+    PersonaSettings,
+    PhasesSettings,
+    PromptsSettings,
+    QASettings,
+    Section,
+    TracesSettings,
+    TranslateSettings,
+    VariantsSettings,
+    knob,
+)
 from synth.core.errors import InputError
 
+__all__ = ["ArcsSettings", "ChatsSettings", "DistractorsSettings", "EventsSettings", "FilterSettings",
+           "LifelogSettings", "McqSettings", "PersonaSettings", "PhasesSettings", "PromptsSettings", "QASettings",
+           "Section", "Settings", "TracesSettings", "TranslateSettings", "VariantsSettings"]
 
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    ordered: ClassVar[tuple[tuple[str, str], ...]] = ()  # (low, high) fields: low may not be above high
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "Section":
-        for low, high in self.ordered:
-            if getattr(self, low) > getattr(self, high):
-                raise ValueError(f"{low} {getattr(self, low)} is above {high} {getattr(self, high)}")
-        return self
-
-
-class PersonaSettings(Section):
-    min_relations: int = Field(ge=1)
-
-
-class ArcsSettings(Section):
-    arcs_per_dimension: int = Field(ge=1)
-    everyday_min_days: int = Field(ge=1)  # a gap between major events this long or longer becomes everyday life
-    anchor_states: int = Field(ge=2)
-    added_seeds: int = Field(ge=0)
-    max_kept_seeds: int = Field(ge=1)
-    major_events_per_year: float = Field(ge=0)
-    min_major_events: int = Field(ge=1)
-
-
-class PhasesSettings(Section):
-    # the registry a prompt shows (synth.life.registry_view): whom the moment names, then who was seen in the last
-    # registry_days days while their lines fit in registry_tokens
-    registry_days: int = Field(ge=0)
-    registry_tokens: int = Field(ge=0)
-    phases_per_event: int = Field(ge=1)
-    everyday_phase_days: int = Field(ge=1)  # an everyday stretch is split into phases of at most this many days
-    new_people: int = Field(ge=0)  # people (and as many places) a phase may add to the registry at most
-
-
-class EventsSettings(Section):
-    ordered = (("min_events", "max_events"),)
-    # the registry a prompt shows (synth.life.registry_view): whom the moment names, then who was seen in the last
-    # registry_days days while their lines fit in registry_tokens
-    registry_days: int = Field(ge=0)
-    registry_tokens: int = Field(ge=0)
-    events_per_week: float = Field(gt=0)  # a phase's events: its length in weeks times this, within the bounds
-    min_events: int = Field(ge=1)
-    max_events: int = Field(ge=1)
-    min_evidence: int = Field(ge=1)
-    max_evidence: int = Field(ge=1)
-    everyday_share: float = Field(ge=0, lt=1)  # target share of everyday events (and so traces) in the persona's
-    max_gap_days: int = Field(ge=1)  # an everyday phase gets at least one event per this many days
-    recent_phases: int = Field(ge=0)  # the phases before a phase, shown to its events prompt (continuity)
-    new_people: int = Field(ge=0)  # an event may add at most this many people (and as many places) to the registry
-    gap_room_days: int = Field(ge=0)  # events are re-dated to leave at most max_gap_days minus this without one
-    fill_gaps: bool  # a stretch no event can be moved into gets everyday events of its own (one call per stretch)
-    travel_seeds: list[str]  # seed names of major events during which the person travels (gaps allowed)
-    date_words: list[str]  # an event whose text names one of these (or a date, or a public holiday) keeps its day
-
-
-class TracesSettings(Section):
-    ordered = (("min_words", "max_words"),)
-    # the registry a prompt shows (synth.life.registry_view): whom the moment names, then who was seen in the last
-    # registry_days days while their lines fit in registry_tokens
-    registry_days: int = Field(ge=0)
-    registry_tokens: int = Field(ge=0)
-    traces_per_event: int = Field(ge=1)
-    min_words: int = Field(ge=1)
-    max_words: int = Field(ge=1)
-    max_delay_hours: int = Field(ge=0)
-    zh_chars_per_word: float = Field(gt=0)  # Chinese limits are characters: the word limits times this
-    voice_examples: int = Field(ge=0)  # the person's latest traces of the same medium shown to the writer
-    voice_chars: int = Field(ge=1)  # each voice example cut to this many characters
-    voice_wave_days: int = Field(ge=1)  # traces are written in waves of this many days; a wave reads earlier ones
-    # a medium's own length band [low, high] in words (Chinese: characters, times zh_chars_per_word): a Moments post
-    # is not a diary; a medium not listed gets min_words..max_words. The writer sees this band as its one length rule
-    medium_words: dict[str, tuple[int, int]] = Field(default_factory=dict)
-    # per language: relative weights of the media mix (a target over the persona's traces, not forced per event)
-    media: dict[Literal["en", "zh"], dict[str, float]]
-    public_media: list[str]  # media anyone may read: they never carry or repeat evidence marked private
-    leak_overlap: float = Field(gt=0, le=1)  # share of a private statement's distinctive terms that reveals it
-    leak_min_matches: int = Field(ge=1)  # ... and at least this many of them
-    leak_common_share: float = Field(gt=0, le=1)  # terms in more of the persona's statements are not distinctive
-    privacy_repairs: int = Field(ge=0)  # re-plans, then rewrites, of a trace that reveals a private evidence
-    privacy_lookback_days: int = Field(ge=0)  # private evidence of any phase this recent counts too (own phase: always)
-    privacy_judge: bool  # a judge also reads each public trace against the private evidence it could give away
-    privacy_judge_statements: int = Field(ge=1)  # ... at most this many (its phase's first, then the newest)
-
-    @model_validator(mode="after")
-    def _some_medium(self) -> "TracesSettings":
-        for language, weights in self.media.items():
-            if not any(w > 0 for w in weights.values()):
-                raise ValueError(f"media.{language}: at least one medium needs a positive weight")
-        return self
-
-
-class ChatsSettings(Section):
-    ordered = (("min_utterances", "max_utterances"),)
-    max_days_per_group: int = Field(ge=0)  # active days generated per group (0 = every active day)
-    max_groups: int = Field(ge=0)  # groups with an active day that get chats, in family, work, friends order (0 = all)
-    min_utterances: int = Field(ge=1)
-    max_utterances: int = Field(ge=1)
-    summary_days: int = Field(ge=0)  # day summaries the rolling weekly state shows
-    monthly_summaries: int = Field(ge=0)  # earlier months' summaries the rolling state shows
-    judge: bool  # levels 2–4 of the daily validation (a model call per day); level 1 always runs
-    max_repairs: int = Field(ge=0, le=2)  # repair rounds per day, then the day is flagged
-    # relation words that put a relation into the family or work group (lower case; the rest are friends)
-    family_words: list[str]
-    work_words: list[str]
-
-
-class LifelogSettings(Section):
-    ordered = (("min_lines", "max_lines"),)
-    minutes: int = Field(ge=1)  # how long an event's dialogue runs
-    max_events: int = Field(ge=0)  # events (with evidence, oldest first) that get a dialogue (0 = every one)
-    min_lines: int = Field(ge=1)
-    max_lines: int = Field(ge=1)
-    max_repairs: int = Field(ge=0, le=2)
-    similar_events: int = Field(ge=0)  # the repetition check compares with this many most similar earlier events
-    repetition_threshold: float = Field(ge=0, le=1)  # word-overlap similarity above which a dialogue repeats one
-    bystander: dict[Literal["en", "zh"], str]  # the speaker label of a stranger overheard
-    plan: bool  # LifeDialBench's year → month → week → day plan before the dialogues (lifelog_plan.jsonl)
-    plan_max_items: int = Field(ge=1)  # a day's agenda has at most this many items
-    plan_event_slack_minutes: int = Field(ge=0)  # an event's agenda item may be this far from the event's time
-
-
-RelationKey = Literal["complementary_all", "complementary_any", "nuanced_temporal", "nuanced_contextual",
-                      "contradictory"]
-
-
-class VariantsSettings(Section):
-    """SubtleMemory's relation-controlled variant sets (synth variants)."""
-
-    ordered = (("min_words", "max_words"),)
-    # seed facts (one variant set each) per relation type; 0 = none
-    seeds_per_relation: dict[RelationKey, Annotated[int, Field(ge=0)]]
-    set_size: dict[RelationKey, Annotated[int, Field(ge=2, le=4)]]  # variants (hence sessions) per set
-    min_gap_days: int = Field(ge=1)  # two sessions of one set are at least this many days apart
-    max_ask_delay_days: int = Field(ge=1)  # the query is asked 1..N days after the set's last session
-    min_words: int = Field(ge=1)  # a session's length (Chinese: characters, times traces.zh_chars_per_word)
-    max_words: int = Field(ge=1)
-    max_repairs: int = Field(ge=0, le=2)  # rewrites of a session whose checks fail; then the set is rejected
-    min_query_keywords: int = Field(ge=1)  # the one-session check applies to a query with this many keywords
-    recency_words: dict[Literal["en", "zh"], list[str]]  # a query with one of these lets session order decide
-    # visible-only, model-free: a no-context answer sharing this share of an accepted answer's content words
-    visible_overlap: float = Field(gt=0, le=1)
-
-
-class QASettings(Section):
-    window_days: int = Field(ge=1)
-    stride_days: int = Field(ge=1)
-    types: Annotated[list[str], AfterValidator(question_types.check_qa_types)]  # registered types the qa stage makes
-    target_per_type: int = Field(ge=0)
-    plans_per_type: int = Field(ge=0)
-    max_segment_evidence: int = Field(ge=1)
-    question_grace_days: int = Field(ge=0)
-    max_question_delay_days: int = Field(ge=0)
-    trace_chars: int = Field(ge=1)
-    max_prompt_traces: int = Field(ge=0)
-    max_answer_chars: dict[Literal["en", "zh"], int]
-    duration_min_days: int = Field(ge=1)  # temporal_duration: the two moments are at least this many days apart
-    duration_unit: dict[Literal["en", "zh"], str]  # its answer: "<days> <unit>"
-    profile_min_days: int = Field(ge=1)  # profile_style: a member who spoke on at least this many chat days
-    profile_dimensions: int = Field(ge=1, le=8)  # the member's most marked style dimensions an item tests
-    profile_lines: int = Field(ge=1)  # the member's lines (newest first) the writer sees as the style's evidence
-    profile_rewrites: int = Field(ge=0)  # re-asks showing the model-free 2×2 check's problems
-
-
-class DistractorsSettings(Section):
-    rounds: int = Field(ge=1)
-    length_ratio: float = Field(gt=0)
-    trace_chars: int = Field(ge=1)
-    max_prompt_traces: int = Field(ge=0)
-    verify: bool
-    related_traces: int = Field(ge=0)
-    centrality_margin: float = Field(ge=0, le=1)
-    entity_margin: int = Field(ge=0)  # shared people/places the key may lead the others by (0: no check)
-
-
-class FilterSettings(Section):
-    length_ratio: float = Field(gt=0)
-    dedup_threshold: float = Field(ge=0, le=1)
-    cross_type_evidence_jaccard: float = Field(ge=0, le=1)
-    cross_type_answer_overlap: float = Field(ge=0, le=1)
-    blind_samples: int = Field(ge=1, le=8)
-    blind_unanswerable: bool
-    centrality_margin: float = Field(ge=0, le=1)
-    related_traces: int = Field(ge=0)
-    min_span_days: int = Field(ge=0)
-    single_trace_max: int = Field(ge=0)
-    single_trace_confidence: float = Field(ge=0, le=1)
-    min_option_chars: dict[Literal["en", "zh"], int]
-    sufficiency_max_evidence: int = Field(ge=1)
-    unique_traces: int = Field(ge=0)  # the uniqueness judge reads this many other related traces (0: no check)
-    entity_margin: int = Field(ge=0)  # reject a key leading the shared people/places by this many (0: no check)
-    open_blind: bool  # a no-context reader answers the open question; a judge's match rejects the open form
-    choices_only: bool  # a reader sees only the options (no question); its pick is reported
-    trace_chars: int = Field(ge=1)
-    max_prompt_traces: int = Field(ge=0)
-
-
-class TranslateSettings(Section):
-    # the languages every persona is released in (its own included); [] = each persona file's `languages`, else
-    # its own language only. `--languages en,zh` sets it.
-    languages: list[Literal["en", "zh"]]
+# Per-task tables (task_max_tokens, routes, dry_run.output_tokens) are keyed by model task, the first argument of a
+# stage's `ask` and the names in its STAGE.tasks.
+PER_TASK = ("task_max_tokens", "routes", "dry_run.output_tokens")
 
 
 class BatchSettings(Section):
-    window_s: float = Field(ge=0)
-    max_requests: int = Field(ge=1)
-    poll_s: float = Field(gt=0)
+    """`synth run --batch`: how requests are grouped for the provider's batch API."""
+
+    window_s: float = knob("a batch is sent when no new request arrives for this long ...", ge=0)
+    max_requests: int = knob("... or when it holds this many", ge=1)
+    poll_s: float = knob("how often an in-flight batch is polled", gt=0)
 
 
 class DryRunSettings(Section):
-    output_tokens: dict[str, int]
-    # newcomers a month of life brings into the registry in the dry run's answers (synth.pipeline.dryrun_fake)
-    people_per_month: float = Field(ge=0)
-    places_per_month: float = Field(ge=0)
+    """`synth run --dry-run`: the cost estimate without calling a model."""
+
+    output_tokens: dict[str, int] = knob("per task: typical output tokens (the fake's placeholder text is no guide)")
+    people_per_month: float = knob("newcomers a month of life brings into the registry in the dry run's answers (a "
+                                   "capable model added 3 people and 1 place in 75 days)", ge=0)
+    places_per_month: float = knob("... and new places a month", ge=0)
 
 
 class EvalSettings(Section):
-    context_tokens: int = Field(ge=1)
-    full_context_tokens: int = Field(ge=1)
-    answer_temperature: float = Field(ge=0)
-    answer_max_tokens: int = Field(ge=1)
-    judge_temperature: float = Field(ge=0, le=0)  # the judges score, they do not sample: 0 is the only value
-    judge_max_tokens: int = Field(ge=1)
-    bootstrap_resamples: int = Field(ge=1)
-    bootstrap_seed: int
-    concurrency: int = Field(ge=1)
-    retriever: Literal["bm25", "dense", "hybrid"]
-    embedder: Literal["e5", "use"]
-    embed_max_chars: int = Field(ge=1)
-    use_max_tokens: int = Field(ge=2)
-    rrf_k: int = Field(ge=1)
-    rrf_depth: int = Field(ge=1)
-    memory_max_per_trace: int = Field(ge=1)
-    memory_trace_chars: int = Field(ge=1)
-    mem0_top_k: int = Field(ge=1)
-    tree_consolidate_every: int = Field(ge=1)
-    tree_prior_log_odds: float
-    tree_decay_per_day: float = Field(ge=0)
-    tree_evidence_weight: float = Field(ge=0)
-    tree_link_similarity: float = Field(ge=-1, le=1)
-    tree_link_threshold: float
-    tree_validate_candidates: int = Field(ge=1)
-    tree_cluster_similarity: float = Field(ge=-1, le=1)
-    tree_min_support: int = Field(ge=1)
-    tree_root_confidence: float = Field(ge=0, le=1)
-    tree_root_min_mids: int = Field(ge=1)
-    tree_prune_confidence: float = Field(ge=0, le=1)
-    tree_confidence_weight: float = Field(ge=0)
-    tree_budget_tokens: int = Field(ge=1)
+    """`synth eval`: the answerer and judge settings, the retrievers and memory systems, and the statistics."""
+
+    context_tokens: int = knob("cap on the retrieved context handed to the answerer", ge=1)
+    full_context_tokens: int = knob("the `full` system's context budget", ge=1)
+    answer_temperature: float = knob("the answerer's temperature", ge=0)
+    answer_max_tokens: int = knob("the answerer's answer room", ge=1)
+    judge_temperature: float = knob("the judges score, they do not sample: 0 is the only value", ge=0, le=0)
+    judge_max_tokens: int = knob("the judges' answer room", ge=1)
+    bootstrap_resamples: int = knob("bootstrap resamples of the confidence intervals", ge=1)
+    bootstrap_seed: int = knob("the bootstrap's random seed")
+    concurrency: int = knob("concurrent requests of an evaluation", ge=1)
+    retriever: Literal["bm25", "dense", "hybrid"] = knob("flat's and memory's default --retriever")
+    embedder: Literal["e5", "use"] = knob("dense: the offline embedder, e5 (multilingual-e5-small) or use (USE "
+                                          "multilingual v3, about 20 times faster)")
+    embed_max_chars: int = knob("dense: each text is cut to this many characters before embedding", ge=1)
+    use_max_tokens: int = knob("--embedder use: then to this many tokens", ge=2)
+    rrf_k: int = knob("hybrid: reciprocal rank fusion constant, score = sum 1 / (rrf_k + rank)", ge=1)
+    rrf_depth: int = knob("hybrid: how deep each of the two rankings is read before fusing", ge=1)
+    memory_max_per_trace: int = knob("memory: at most this many memories extracted from one trace", ge=1)
+    memory_trace_chars: int = knob("memory: the trace text shown to the extractor is cut to this length", ge=1)
+    mem0_top_k: int = knob("mem0: memories searched per question (then mapped to at most k traces)", ge=1)
+    tree_consolidate_every: int = knob("tree: a consolidation pass after this many new leaves (never within a "
+                                       "question)", ge=1)
+    tree_prior_log_odds: float = knob("tree: the baseline log-odds L_base (0 is confidence 0.5)")
+    tree_decay_per_day: float = knob("tree: λ, how fast a node's log-odds fall back to the prior without new "
+                                     "evidence", ge=0)
+    tree_evidence_weight: float = knob("tree: ω, log-odds added by a strong support (half for weak; negative for "
+                                       "conflicts)", ge=0)
+    tree_link_similarity: float = knob("tree: a mid is a candidate for a new leaf only above this cosine similarity",
+                                       ge=-1, le=1)
+    tree_link_threshold: float = knob("tree: match score 0.5·similarity + 0.5·validator weight needed to attach")
+    tree_validate_candidates: int = knob("tree: validator calls per new leaf at most", ge=1)
+    tree_cluster_similarity: float = knob("tree: orphan leaves (and mids) closer than this cluster together",
+                                          ge=-1, le=1)
+    tree_min_support: int = knob("tree: leaves a new mid needs (and mids a root's members need each)", ge=1)
+    tree_root_confidence: float = knob("tree: a mid's confidence needed for promotion into a root", ge=0, le=1)
+    tree_root_min_mids: int = knob("tree: mids a root needs", ge=1)
+    tree_prune_confidence: float = knob("tree: mids below this confidence are pruned (their leaves become orphans)",
+                                        ge=0, le=1)
+    tree_confidence_weight: float = knob("tree: β in the path score, similarity + β·confidence", ge=0)
+    tree_budget_tokens: int = knob("tree: the rendered support paths' token budget per question", ge=1)
 
 
 class ExportSettings(Section):
-    license: str = Field(min_length=1)  # the dataset card's `license` (a Hub license id, e.g. cc-by-4.0)
+    """`synth export --format hf`: the dataset card's metadata."""
+
+    license: str = knob("the dataset card's `license`, a Hub license id (e.g. cc-by-4.0)", min_length=1)
 
 
 class Settings(Section):
     """The whole resolved configuration of one persona's run (after preset, scale and --config)."""
 
-    preset: str
-    personas: int = Field(ge=0)
-    timeline_days: int = Field(ge=0)
-    concurrency: int = Field(ge=1)
-    max_repairs: int = Field(ge=0)
-    max_attempts: int = Field(ge=1)
-    timeout_s: float = Field(gt=0)
-    temperature: float = Field(ge=0)
-    judge_temperature: float = Field(ge=0)
-    max_tokens: int = Field(ge=1)
-    task_max_tokens: dict[str, int]  # per template (without .j2): the answer room that task needs at least
-    holiday_countries: dict[Literal["en", "zh"], str]  # public holidays shown in dated prompts, per language
-    sources: list[Literal["written", "group_chat", "lifelog"]] = Field(min_length=1)
+    preset: str = knob("the preset the run started from (tiny, small, clonemem)")
+    personas: int = knob("0 = every selected persona; N = the first N", ge=0)
+    timeline_days: int = knob("0 = the persona file's timeline; N = override its length in days", ge=0)
+    concurrency: int = knob("concurrent requests across personas and units (rate limits still apply)", ge=1)
+    max_repairs: int = knob("structured-output re-asks after the first answer", ge=0)
+    max_attempts: int = knob("transport attempts per request (429, 5xx, dropped connections, timeouts)", ge=1)
+    timeout_s: float = knob("seconds one attempt may take (not for the in-process local model)", gt=0)
+    temperature: float = knob("the writing tasks' temperature", ge=0)
+    judge_temperature: float = knob("the judging tasks' temperature (a stage's `judges`): validators and filters "
+                                    "decide, they don't sample", ge=0)
+    max_tokens: int = knob("a request's answer room, unless its task needs more", ge=1)
+    task_max_tokens: dict[str, int] = knob("per task: the least answer room, whatever max_tokens says")
+    holiday_countries: dict[Language, str] = knob("per language: whose public holidays the dated prompts show (the "
+                                                  "`holidays` package's country codes)")
+    sources: list[Literal["written", "group_chat", "lifelog"]] = knob(
+        "where a persona's traces come from: written (the traces stage), group_chat (synth chats), lifelog "
+        "(synth lifelog)", min_length=1)
     persona: PersonaSettings
     arcs: ArcsSettings
     phases: PhasesSettings
@@ -297,13 +137,16 @@ class Settings(Section):
     lifelog: LifelogSettings
     traces: TracesSettings
     variants: VariantsSettings
+    prompts: PromptsSettings
     qa: QASettings
+    mcq: McqSettings
     distractors: DistractorsSettings
     filter: FilterSettings
     translate: TranslateSettings
     batch: BatchSettings
     dry_run: DryRunSettings
-    routes: dict[str, str]
+    routes: dict[str, str] = knob("per task: a provider/model that answers it instead of the run's, e.g. "
+                                  "distractors_validate = \"openai/gpt-4o-mini\"")
     eval: EvalSettings
     export: ExportSettings
 
@@ -367,3 +210,53 @@ def dotted_keys(data: Any, prefix: str = "") -> list[str]:
     for key, value in data.items():
         out.extend(dotted_keys(value, f"{prefix}{key}.") if isinstance(value, dict) else [f"{prefix}{key}"])
     return out
+
+
+# Where the keys an older dataset.json recorded live now: a knob once repeated in several stage sections (the first
+# of qa, distractors, filter that holds it wins), and task_max_tokens' old template keys (several templates of one
+# task: the largest floor).
+MOVED = {"prompts": ("trace_chars", "max_prompt_traces"), "mcq": ("length_ratio", "centrality_margin", "related_traces")}
+OLD_HOMES = ("qa", "distractors", "filter")
+TEMPLATE_TASKS = {"phases_generate": "phases", "phases_update": "phases", "events_generate": "events",
+                  "traces_plan": "traces", "traces_write": "traces"}
+
+
+def upgrade(config: dict, tasks_of: dict[str, tuple[str, ...]]) -> dict:
+    """A recorded config (or scale override) with its old keys mapped to today's: shared knobs into their one
+    section, task_max_tokens from template to task, routes from stage to each of the stage's tasks (a task's own
+    route still wins). `tasks_of` is the stage registry's tasks per stage name. Today's keys pass unchanged."""
+    out = {key: dict(value) if isinstance(value, dict) else value for key, value in config.items()}
+    for shared, keys in MOVED.items():
+        for home in OLD_HOMES:
+            old = out.get(home)
+            for key in keys if isinstance(old, dict) else ():
+                if key in old:
+                    value = old.pop(key)
+                    out.setdefault(shared, {}).setdefault(key, value)
+    floors = out.get("task_max_tokens")
+    if isinstance(floors, dict):
+        mapped: dict[str, int] = {}
+        for key, value in floors.items():
+            task = TEMPLATE_TASKS.get(key, key)
+            mapped[task] = max(value, mapped.get(task, value))
+        out["task_max_tokens"] = mapped
+    routes = out.get("routes")
+    if isinstance(routes, dict):
+        own = {key: spec for key, spec in routes.items() if key not in tasks_of or key in tasks_of[key]}
+        for stage, spec in routes.items():
+            for task in tasks_of.get(stage, ()):
+                own.setdefault(task, spec)
+        out["routes"] = own
+    return out
+
+
+def check_tasks(config: dict, tasks: set[str], source: Path | str) -> None:
+    """Refuse a per-task table's key that names no task of the pipeline (one line naming the file, table and key)."""
+    for table in PER_TASK:
+        node: Any = config
+        for part in table.split("."):
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        for key in node:
+            if key not in tasks:
+                hint = f" (the task of that template is {TEMPLATE_TASKS[key]})" if key in TEMPLATE_TASKS else ""
+                raise InputError(f"{source}: [{table}] {key}: not a model task{hint}; tasks: {', '.join(sorted(tasks))}")

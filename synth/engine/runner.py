@@ -49,7 +49,7 @@ def routes_for(stage: Stage, config: dict, default: Route) -> dict[str, Route]:
     table = config.get("routes", {})
     out = {}
     for task in stage.tasks:
-        spec = table.get(task) or table.get(stage.name)
+        spec = table.get(task)  # keyed by task only (an older dataset's stage keys: settings.upgrade)
         out[task] = conf.parse_route_spec(spec, default) if spec else default
     return out
 
@@ -80,7 +80,7 @@ def signature_parts(stage: Stage, seed: PersonaSeed, directory: Path, config: di
         "timeline_days": config.get("timeline_days", 0),
         "temperature": config.get("temperature"),
         "max_tokens": config.get("max_tokens"),
-        "task_max_tokens": {k: floors[k] for t in stage.templates if (k := t.removesuffix(".j2")) in floors},
+        "task_max_tokens": {task: floors[task] for task in stage.tasks if task in floors},
         "holiday_countries": config.get("holiday_countries"),
     }
     for key in stage.config_keys:

@@ -149,8 +149,7 @@ class StageContext:
             # judges decide, they do not write: they answer at judge_temperature (0 by default)
             temperature=self.settings.judge_temperature if task in self.stage.judges else self.settings.temperature,
             # a task's configured floor (task_max_tokens) wins over a smaller run-wide or estimated room
-            max_tokens=max(max_tokens or self.settings.max_tokens,
-                           self.settings.task_max_tokens.get(template.removesuffix(".j2"), 0)),
+            max_tokens=max(max_tokens or self.settings.max_tokens, self.settings.task_max_tokens.get(task, 0)),
         )
         request = LLMRequest(task=task, messages=messages, json_schema=schema_of(model), settings=settings,
                              sample=sample, schema_name=task, keep=keep)

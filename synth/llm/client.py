@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from synth.config.conf import Route
 from synth.config.prompts import render_text
@@ -77,8 +78,8 @@ def validation_message(exc: Exception) -> str:
 
 
 def _wait(base: float, cap: float) -> Callable:
-    """The backoff after a failed attempt: the server's Retry-After when it sent one, else full-jitter exponential.
-    It reads `attempt_number` and `outcome.exception()` (the shape of tenacity's retry state)."""
+    """The backoff after a failed attempt (a tenacity `wait`): the server's Retry-After when it sent one, else
+    full-jitter exponential, both capped."""
 
     def wait(retry_state) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
@@ -88,21 +89,6 @@ def _wait(base: float, cap: float) -> Callable:
         return min(cap, random.uniform(0, expo) + base / 2)
 
     return wait
-
-
-@dataclass
-class _Failed:
-    """A failed attempt, as the backoff policy reads it."""
-
-    attempt_number: int
-    error: TransportError
-
-    @property
-    def outcome(self) -> "_Failed":
-        return self
-
-    def exception(self) -> TransportError:
-        return self.error
 
 
 class LLM:
@@ -233,19 +219,9 @@ class LLM:
             async with contextlib.nullcontext() if self.batch is not None else self.semaphore:
                 if self.batch is None:
                     await limiter.acquire(reserve_tokens)
-                # The transport retry loop, written out: a retry library's per-call machinery cost more CPU on the
-                # event loop than the rest of this method (the common case is one attempt).
-                attempt = 1
-                while True:
-                    try:
+                async for attempt in self._retrying(stats):
+                    with attempt:
                         response = await self._attempt(route, request, provider, limiter)
-                        break
-                    except TransportError as exc:
-                        if attempt >= self.max_attempts:
-                            raise
-                        await asyncio.sleep(self._wait(_Failed(attempt, exc)))
-                    attempt += 1
-                    stats.retries += 1
             limiter.on_success()
             usage = response.usage
             used_usd = route.cost(
@@ -261,6 +237,18 @@ class LLM:
             return response
         finally:
             self.budget.settle(reserve_usd, reserve_tokens, used_usd, used_tokens)
+
+    def _retrying(self, stats: CallStats) -> AsyncRetrying:
+        """The transport retry policy for one call: a TransportError (429, 5xx, a dropped connection, a timeout) is
+        retried until `max_attempts`, then re-raised as itself. One instance per call: tenacity keeps its attempt
+        state on the instance, and calls run concurrently."""
+
+        def count(_state: RetryCallState) -> None:
+            stats.retries += 1
+
+        return AsyncRetrying(stop=stop_after_attempt(self.max_attempts), wait=self._wait,
+                             retry=retry_if_exception_type(TransportError), reraise=True, before_sleep=count,
+                             sleep=asyncio.sleep)
 
     async def _attempt(self, route: Route, request: LLMRequest, provider: Provider,
                        limiter: RateLimiter) -> ProviderResponse:

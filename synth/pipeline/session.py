@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from synth.config import conf
+from synth.config import conf, settings
 from synth.config.personas import PersonaSeed, load_personas
 from synth.core.errors import BudgetExceeded, InputError, SynthError
 from synth.core.jsonl import write_json_atomic
@@ -160,6 +160,12 @@ class Resolved:
     notes: list[str] = field(default_factory=list)  # what an older dataset.json lacked or had that synth dropped
 
 
+def check_tasks(config: dict, source: Path | str | None, registry: StageRegistry = STAGES) -> None:
+    """Per-task tables name tasks of the pipeline (or of a test's or plugin's own registry)."""
+    tasks = {task for stage in (*STAGES.values(), *registry.values()) for task in stage.tasks}
+    settings.check_tasks(config, tasks, source or conf.CONFIG_DIR / "presets.toml")
+
+
 def recorded_settings(out: Path) -> dict | None:
     path = out / "dataset.json"
     if not path.is_file():
@@ -181,7 +187,9 @@ def resolve_run(out: Path, preset: str | None, provider: str | None, model: str 
     if recorded is None:
         name, reason = conf.choose_provider(provider)
         preset = preset or default_preset(None, provider)  # cli._preset(preset, provider): tiny on local
-        return Resolved(preset, name, reason, model, base_url, conf.preset_config(preset, config_file), personas, [])
+        config = conf.preset_config(preset, config_file)
+        check_tasks(config, config_file)
+        return Resolved(preset, name, reason, model, base_url, config, personas, [])
     where = out / "dataset.json"
     old = {key: recorded.get(key) for key in ("preset", "provider", "model", "base_url")}
     if provider is None or provider == old["provider"]:
@@ -193,14 +201,16 @@ def resolve_run(out: Path, preset: str | None, provider: str | None, model: str 
     preset = preset or old["preset"]
     notes: list[str] = []
     if config_file is None and preset == old["preset"]:
-        # What was set then, grown to today's settings: keys added since take today's defaults (named on the first
-        # line), keys removed since are ignored (named too); a recorded value now invalid is still an error.
-        grown = conf.grow_recorded(recorded["config"], conf.preset_config(preset))
-        config = {**grown.config, "preset": preset,
-                  "_scale": conf.prune_scale_overrides(recorded.get("scale_overrides", {}), grown.removed)}
-        from synth.config import settings
-
+        # What was set then, grown to today's settings. Keys an older synth recorded elsewhere (a shared knob in
+        # each stage's section, per-task tables by template or stage) are first mapped to today's; then keys added
+        # since take today's defaults (named on the first line) and keys removed since are ignored (named too); a
+        # recorded value now invalid is still an error.
+        tasks_of = {name: stage.tasks for name, stage in STAGES.items()}
+        scales = {scale: settings.upgrade(over, tasks_of) for scale, over in recorded.get("scale_overrides", {}).items()}
+        grown = conf.grow_recorded(settings.upgrade(recorded["config"], tasks_of), conf.preset_config(preset))
+        config = {**grown.config, "preset": preset, "_scale": conf.prune_scale_overrides(scales, grown.removed)}
         settings.parse(config, default_source=str(where))
+        check_tasks(config, where)
         if grown.filled:
             notes.append(f"{where} predates: {', '.join(grown.filled)}")
         if grown.reshaped:
@@ -209,6 +219,7 @@ def resolve_run(out: Path, preset: str | None, provider: str | None, model: str 
             notes.append(f"{where}: settings synth no longer has, ignored: {', '.join(grown.removed)}")
     else:
         config = conf.preset_config(preset, config_file)
+        check_tasks(config, config_file)
     route = conf.resolve_route(name, model, base_url)
     new = {"preset": preset, "provider": name, "model": route.model, "base_url": base_url}
     changes = [f"{key} {old[key]} → {new[key]}" for key in new if old[key] != new[key]]
@@ -229,6 +240,8 @@ def open_session(out: Path, personas: list[Path], only: list[str], preset: str, 
                  registry: StageRegistry = STAGES, log: Console | None = None) -> Session:
     """`config_file` is a --config TOML file, or a config already resolved (see `resolve_run`)."""
     config = dict(config_file) if isinstance(config_file, dict) else conf.preset_config(preset, config_file)
+    if not isinstance(config_file, dict):
+        check_tasks(config, config_file, registry)
     if concurrency:
         config["concurrency"] = concurrency
     route = conf.resolve_route(provider, model, base_url)

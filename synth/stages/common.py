@@ -9,7 +9,7 @@ import random
 
 from pydantic import BaseModel
 
-from synth.config.settings import DistractorsSettings, FilterSettings, QASettings, TracesSettings
+from synth.config.settings import PromptsSettings, TracesSettings
 from synth.engine.stage import StageContext
 from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Trace, mint_id
 
@@ -123,7 +123,7 @@ def state_map(states: list[ArcState]) -> dict[str, int]:
     return {s.arc_id: s.anchor_index for s in states}
 
 
-def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: QASettings | DistractorsSettings | FilterSettings) -> list[dict]:
+def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: PromptsSettings) -> list[dict]:
     """Every named trace as an excerpt: up to `max_prompt_traces` at `trace_chars` each; when more are needed, none is
     dropped — each is shortened so that the total stays within max_prompt_traces × trace_chars (a question whose
     evidence spans many traces loses detail per trace, never the trace carrying its newest evidence)."""

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from synth.config.settings import DistractorsSettings
+from synth.config.settings import DistractorsSettings, McqSettings, PromptsSettings
 from synth.core.tokens import estimate_tokens
 from synth.engine.stage import Records, Stage, StageContext
 from synth.llm.cache import content_hash
@@ -120,14 +120,14 @@ def options_of(choices: list[Choice]) -> dict[str, str]:
     return {c.id: c.text for c in choices}
 
 
-def code_guard(qa: QA, choices: list[Choice], correct: str, language: str, section: DistractorsSettings,
+def code_guard(qa: QA, choices: list[Choice], correct: str, language: str, mcq: McqSettings,
                may_be_longest: bool) -> list[tuple[str, str]]:
     """Model-free give-aways of this arrangement (synth.quality.rules, the filter's own rules): repeated options, a key much
     longer than the rest, a key that is their clear centroid, invented answers unlike option E — and a key that is
     the longest option, unless this item is one of the quarter allowed to be (`may_be_longest`): a key that is
     never the longest would be a give-away of its own."""
     found = rules.giveaways(options_of(choices), correct, qa.question_type, CANNOT_DETERMINE[language],
-                            section.length_ratio, section.centrality_margin)
+                            mcq.length_ratio, mcq.centrality_margin)
     return [(kind, text) for kind, text in found if not (kind == "key_longest" and may_be_longest)]
 
 
@@ -151,7 +151,7 @@ def write_tokens(qa: QA, language: str) -> int:
 
 
 def write_variables(qa: QA, persona: Persona, arcs: list[LifeArc], traces: dict[str, Trace],
-                    section: DistractorsSettings, language: str, feedback: list[dict]) -> dict:
+                    prompts: PromptsSettings, language: str, feedback: list[dict]) -> dict:
     """The distractor writer's prompt: the item, its evidence and traces, and what failed in earlier rounds."""
     evidence = [{"date": first_date(e.digital_trace_ids, traces), "statement": e.statement} for e in qa.evidence]
     return {
@@ -159,7 +159,7 @@ def write_variables(qa: QA, persona: Persona, arcs: list[LifeArc], traces: dict[
         "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
         "answer": qa.answer, "unanswerable": not rules.answerable(qa.question_type),
         "cannot_determine": CANNOT_DETERMINE[language], "evidence": evidence,
-        "traces": trace_excerpts([t for t in qa.digital_trace_ids if t in traces], traces, section),
+        "traces": trace_excerpts([t for t in qa.digital_trace_ids if t in traces], traces, prompts),
         "target_chars": option_chars(qa, language), "feedback": feedback,
     }
 
@@ -171,14 +171,14 @@ def validate_variables(qa: QA, choices: list[Choice]) -> dict:
 
 
 def verify_variables(qa: QA, choices: list[Choice], correct: str, traces: dict[str, Trace], shown: list[str],
-                     section: DistractorsSettings) -> dict:
+                     prompts: PromptsSettings) -> dict:
     """The verify judge sees everything the item rests on: the options, the key, the evidence and the traces
     (an unanswerable item's: the persona's traces most related to the question, up to the question time)."""
     evidence = [{"date": first_date(e.digital_trace_ids, traces), "statement": e.statement} for e in qa.evidence]
     return {"question": qa.question, "question_time": qa.question_time.isoformat(timespec="minutes"),
             "choices": [c.model_dump() for c in choices], "correct": correct,
             "unanswerable": not rules.answerable(qa.question_type), "evidence": evidence,
-            "traces": trace_excerpts(shown, traces, section),
+            "traces": trace_excerpts(shown, traces, prompts),
             "style_of": qa.profile.member if qa.profile is not None else ""}
 
 
@@ -239,6 +239,7 @@ class Refiner:
         self.traces = ctx.traces_by_id
         self.section: DistractorsSettings = ctx.section
         self.rounds = max(1, self.section.rounds)
+        self.prompts, self.mcq = ctx.settings.prompts, ctx.settings.mcq  # shared with qa and filter
         answerable = [qa.id for qa in items if rules.answerable(qa.question_type)]
         self.positions = balanced_positions(answerable)
         # a balanced quarter of the items may keep the key as the longest option (chance level, not zero)
@@ -259,7 +260,7 @@ class Refiner:
             return [t for t in qa.digital_trace_ids if t in self.traces]
         if self._related is None:
             self._related = RelatedTraces(self.ctx.traces)
-        return self._related.before(qa.question, qa.question_time, self.section.related_traces)
+        return self._related.before(qa.question, qa.question_time, self.mcq.related_traces)
 
     async def refine(self, qa: QA) -> Records:
         if qa.profile is not None:  # its options are the 2×2 written with it: judged once, never rewritten
@@ -317,7 +318,7 @@ class Refiner:
         def flagged(answer: str) -> bool:
             choices, correct = arrange(qa.model_copy(update={"answer": answer}), list(qa.wrong_answers), language,
                                        self.positions.get(qa.id, 0))
-            return bool(code_guard(qa, choices, correct, language, self.section, qa.id in self.may_be_longest))
+            return bool(code_guard(qa, choices, correct, language, self.mcq, qa.id in self.may_be_longest))
 
         return sorted(qa.correct_answers, key=flagged)
 
@@ -332,7 +333,7 @@ class Refiner:
             texts = list(qa.wrong_answers)
         else:
             written = await self.ctx.ask("distractors", "distractors_write.j2",
-                                         write_variables(qa, self.persona, self.arcs, self.traces, self.section,
+                                         write_variables(qa, self.persona, self.arcs, self.traces, self.prompts,
                                                          language, feedback), DistractorSet,
                                          max_tokens=answer_tokens(self.ctx, write_tokens(qa, language)))
             texts = [d.text.strip() for d in written.distractors]
@@ -342,7 +343,7 @@ class Refiner:
     async def judge(self, qa: QA, choices: list[Choice], correct: str, number: int) -> RefinementRound:
         """One arrangement through the model-free guard, the no-context validator and the verify judge."""
         language = self.ctx.language
-        found = code_guard(qa, choices, correct, language, self.section, qa.id in self.may_be_longest)
+        found = code_guard(qa, choices, correct, language, self.mcq, qa.id in self.may_be_longest)
         if found:
             return guarded_round(number, found)
         judged = judged_round(number, await self.ctx.ask("distractors_validate", "distractors_validate.j2",
@@ -351,7 +352,7 @@ class Refiner:
             return judged
         support = await self.ctx.ask("distractors_verify", "distractors_verify.j2",
                                      verify_variables(qa, choices, correct, self.traces, self.shown_traces(qa),
-                                                      self.section), Support)
+                                                      self.prompts), Support)
         return verified_round(judged, support, correct)
 
 
@@ -369,6 +370,7 @@ STAGE = Stage(
                "distractors_verify.j2"),
     tasks=("distractors_render", "distractors_seeds", "distractors", "distractors_validate", "distractors_verify"),
     judges=("distractors_validate", "distractors_verify"),
+    config_keys=("prompts", "mcq"),  # the shared trace excerpts and option shape
     body=run,
     help="mcq.jsonl: options from the person's own life (seeds chosen per question type, rendered blind to the key; "
          "unanswerable items: four invented answers), re-rendered while a give-away rule, the no-context validator "

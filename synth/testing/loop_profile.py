@@ -17,7 +17,8 @@ from typing import Self
 HTTP = "HTTP transport (aiohttp; httpx, httpcore, h11, anyio under the SDKs)"
 SDK = "provider SDK (request build, response parse)"
 JINJA = "prompt rendering (Jinja)"
-CLIENT = "client bookkeeping (budget, limiter, retries)"
+CLIENT = "client bookkeeping (budget, limiter)"
+RETRIES = "transport retry policy (tenacity)"
 STAGE_IO = "stage setup + teardown (inputs, signatures, manifests)"
 BODIES = "stage bodies (context, records, dumps)"
 IDLE = "idle: waiting for answers"
@@ -31,21 +32,22 @@ RULES: tuple[tuple[str, str | None, str], ...] = (
     ("/synth/llm/cache.py", "content_hash", "cache keys (canonical JSON + sha256)"),
     ("/synth/llm/cache.py", "canonical", "cache keys (canonical JSON + sha256)"),
     ("/synth/llm/cache.py", None, "response cache (SQLite)"),
-    ("/synth/jsonl.py", "write_atomic", "output files (atomic write + fsync)"),
-    ("/synth/jsonl.py", "write_json_atomic", "output files (atomic write + fsync)"),
-    ("/synth/jsonl.py", "iter_records", "reading + validating inputs"),
-    ("/synth/jsonl.py", None, "journal (dump + append)"),
-    ("/synth/llm/fake.py", "estimate_tokens", "token estimates"),
-    ("/synth/prompts.py", None, JINJA),
+    ("/synth/core/jsonl.py", "write_atomic", "output files (atomic write + fsync)"),
+    ("/synth/core/jsonl.py", "write_json_atomic", "output files (atomic write + fsync)"),
+    ("/synth/core/jsonl.py", "iter_records", "reading + validating inputs"),
+    ("/synth/core/jsonl.py", None, "journal (dump + append)"),
+    ("/synth/core/tokens.py", "estimate_tokens", "token estimates"),
+    ("/synth/config/prompts.py", None, JINJA),
     ("/jinja2/", None, JINJA),
     (".j2", None, JINJA),
     ("/rich/", None, "progress (rich)"),
-    ("/synth/pipeline.py", "_refresh", "progress (rich)"),
+    ("/synth/pipeline/session.py", "_refresh", "progress (rich)"),
     ("/synth/llm/client.py", "generate", "answer parsing + schema validation (pydantic)"),
     ("/synth/llm/client.py", "extract_json", "answer parsing + schema validation (pydantic)"),
+    ("/synth/llm/client.py", "_retrying", RETRIES),
+    ("/tenacity/", None, RETRIES),
     ("/synth/llm/client.py", None, CLIENT),
     ("/synth/llm/limits.py", None, CLIENT),
-    ("/tenacity/", None, CLIENT),
     ("/openai/", None, SDK),
     ("/anthropic/", None, SDK),
     ("/synth/llm/providers.py", None, SDK),
@@ -57,9 +59,9 @@ RULES: tuple[tuple[str, str | None, str], ...] = (
     ("/httpcore", None, HTTP),
     ("/h11/", None, HTTP),
     ("/anyio/", None, HTTP),
-    ("/synth/runner.py", None, STAGE_IO),
-    ("/synth/validate.py", None, STAGE_IO),
-    ("/synth/stage.py", None, BODIES),
+    ("/synth/engine/runner.py", None, STAGE_IO),
+    ("/synth/quality/validate.py", None, STAGE_IO),
+    ("/synth/engine/stage.py", None, BODIES),
     ("/synth/stages/", None, BODIES),
     ("/synth/", None, "other synth code"),
     ("/benchmarks/", None, "bench instrumentation"),

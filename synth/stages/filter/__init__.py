@@ -9,7 +9,7 @@ from functools import partial
 
 from pydantic import BaseModel
 
-from synth.config.settings import FilterSettings
+from synth.config.settings import FilterSettings, PromptsSettings
 from synth.core.jsonl import write_json_atomic
 from synth.engine.stage import Records, Stage, StageContext
 from synth.quality.validity import answerable
@@ -99,7 +99,7 @@ def shown_evidence(item: MCQ, seen: dict[str, dt.datetime], evidence: list[Evide
     return [{"date": when.date().isoformat(), "statement": e.statement} for when, e in known[-limit:]]
 
 
-def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace], section: FilterSettings,
+def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace], prompts: PromptsSettings,
                           related: list[str] | None = None) -> dict:
     """What the sufficiency judge reads: an answerable item's evidence and traces; an unanswerable item's arc
     evidence and the persona's traces most related to the question across every arc (`related`), up to its time."""
@@ -107,14 +107,14 @@ def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace]
     return {
         "question_type": item.question_type, "question": item.question,
         "question_time": item.question_time.isoformat(timespec="minutes"), "answer": item.answer,
-        "unanswerable": not answerable(item), "evidence": shown, "traces": trace_excerpts(ids, traces, section),
+        "unanswerable": not answerable(item), "evidence": shown, "traces": trace_excerpts(ids, traces, prompts),
     }
 
 
-def single_trace_variables(item: MCQ, trace_id: str, traces: dict[str, Trace], section: FilterSettings) -> dict:
+def single_trace_variables(item: MCQ, trace_id: str, traces: dict[str, Trace], prompts: PromptsSettings) -> dict:
     """The single-trace test sees the question, the options and ONE of the needed traces."""
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
-            "choices": [c.model_dump() for c in item.choices], "traces": trace_excerpts([trace_id], traces, section)}
+            "choices": [c.model_dump() for c in item.choices], "traces": trace_excerpts([trace_id], traces, prompts)}
 
 
 def single_trace_ids(item: MCQ, limit: int) -> list[str]:
@@ -154,9 +154,9 @@ def other_traces(item: MCQ, related: list[str], limit: int) -> list[str]:
     return [t for t in related if t not in own][:limit]
 
 
-def unique_variables(item: MCQ, others: list[str], traces: dict[str, Trace], section: FilterSettings) -> dict:
+def unique_variables(item: MCQ, others: list[str], traces: dict[str, Trace], prompts: PromptsSettings) -> dict:
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
-            "answer": item.answer, "traces": trace_excerpts(others, traces, section)}
+            "answer": item.answer, "traces": trace_excerpts(others, traces, prompts)}
 
 
 def inference_variables(item: MCQ) -> dict:
@@ -171,6 +171,7 @@ class Judge:
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
         self.section: FilterSettings = ctx.section
+        self.prompts = ctx.settings.prompts  # shared with qa and distractors
         self.traces = ctx.traces_by_id
         self.evidence = ctx.evidence
         self.first_seen = first_seen(self.traces.values())
@@ -181,17 +182,17 @@ class Judge:
             return []
         if self._related is None:
             self._related = RelatedTraces(self.ctx.traces)
-        return self._related.before(item.question, item.question_time, self.section.related_traces)
+        return self._related.before(item.question, item.question_time, self.ctx.settings.mcq.related_traces)
 
     async def sufficiency(self, item: MCQ) -> Sufficiency:
         shown = shown_evidence(item, self.first_seen, self.evidence, self.section.sufficiency_max_evidence)
         return await self.ctx.ask("filter_sufficiency", "filter_sufficiency.j2",
-                                  sufficiency_variables(item, shown, self.traces, self.section, self.related(item)),
+                                  sufficiency_variables(item, shown, self.traces, self.prompts, self.related(item)),
                                   Sufficiency)
 
     async def single_trace(self, item: MCQ, trace_id: str) -> tuple[str, Blind]:
         answer = await self.ctx.ask("filter_single_trace", "filter_single_trace.j2",
-                                    single_trace_variables(item, trace_id, self.traces, self.section), Blind)
+                                    single_trace_variables(item, trace_id, self.traces, self.prompts), Blind)
         return trace_id, answer
 
     async def blind(self, item: MCQ, sample: int) -> Blind:
@@ -216,7 +217,7 @@ class Judge:
         if not others:  # nothing else was written by then: nothing could answer it differently
             return None
         return await self.ctx.ask("filter_unique", "filter_unique.j2",
-                                  unique_variables(item, others, self.traces, self.section), Uniqueness)
+                                  unique_variables(item, others, self.traces, self.prompts), Uniqueness)
 
     async def choices_only(self, item: MCQ) -> ChoicesOnly | None:
         if not self.section.choices_only or not answerable(item):
@@ -272,7 +273,7 @@ async def run(ctx: StageContext) -> dict[str, list]:
     # An item whose checks failed this run is left to the retry (the runner reports the stage as failed).
     decidable = [i for i in items if formats[i.id] or i.id in checks]
     problems = {i.id: item_problems(i, checks.get(i.id), formats[i.id], reviewed.get(i.id, ""), judge.traces,
-                                    section, names) for i in decidable}
+                                    section, ctx.settings.mcq, names) for i in decidable}
     final, rejected = decide(decidable, checks, problems, section)
     write_json_atomic(ctx.dir / "filter_report.json", report(items, final, rejected))
     return {"final.jsonl": final, "rejected.jsonl": rejected}
@@ -288,10 +289,8 @@ STAGE = Stage(
             "filter_choices_only", "filter_open_blind", "filter_open_judge"),
     tasks=("filter_sufficiency", "filter_blind", "filter_single_trace", "filter_inference", "filter_unique",
            "filter_choices_only", "filter_open_blind", "filter_open_judge"),
+    config_keys=("prompts", "mcq"),  # the shared trace excerpts and option shape
     body=run,
     help="final.jsonl, rejected.jsonl: format, each question type's own rule, evidence sufficiency, blind tests (options; options alone; the open question), option length, "
          "centrality, temporal leakage, near-duplicates, human review; each item keeps the formats that passed.",
 )
-
-
-

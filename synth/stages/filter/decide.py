@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from synth.config import question_types
-from synth.config.settings import FilterSettings
+from synth.config.settings import FilterSettings, McqSettings
 from synth.quality.validity import answerable, bias_report, blind_accuracy, choices_only_accuracy
 from synth.records import MCQ, FilterVerdict, FinalItem, Rejected, Trace
 from synth.stages.filter.checks import (
@@ -134,7 +134,7 @@ def human_verdicts(path: Path) -> dict[str, str]:
 # ------------------------------------------------------------------------------------------------ stage
 
 def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review_reason: str,
-                  traces: dict[str, Trace], section: FilterSettings,
+                  traces: dict[str, Trace], section: FilterSettings, mcq: McqSettings,
                   names: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """(filter, reason) for every filter but the near-duplicate one, in FILTERS order ('' passes). A malformed
     item is judged by format alone (it had no model checks: `checked` is None)."""
@@ -152,9 +152,9 @@ def item_problems(item: MCQ, checked: Checked | None, format_reason: str, review
         ("single_point", single_point_problem(item, checked, section.single_trace_confidence)),
         ("inference_grounding", inference_problem(item, checked)),
         ("blind", blind_problem(item, checked, section.blind_unanswerable)), ("open_blind", open_problem(item, checked)),
-        ("length", length_problem(item, section.length_ratio)),
-        ("centrality", centrality_problem(item, section.centrality_margin)),
-        ("entity_centrality", entity_problem(item, section.entity_margin, names)),
+        ("length", length_problem(item, mcq.length_ratio)),
+        ("centrality", centrality_problem(item, mcq.centrality_margin)),
+        ("entity_centrality", entity_problem(item, mcq.entity_margin, names)),
         ("temporal", temporal_problem(item, traces)), ("human_review", review_reason),
     ]
 

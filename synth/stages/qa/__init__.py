@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config import question_types
-from synth.config.settings import QASettings
+from synth.config.settings import PromptsSettings, QASettings
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life import relations
 from synth.life.windows import (
@@ -239,11 +239,11 @@ def ask_time(plan: Plan, segment: Segment, needed: dict[str, list[str]], traces:
 
 
 def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, needed: dict[str, list[str]],
-                    asked: dt.datetime, traces: dict[str, Trace], section: QASettings, max_answer_chars: int) -> dict:
+                    asked: dt.datetime, traces: dict[str, Trace], prompts: PromptsSettings, max_answer_chars: int) -> dict:
     return {
         **segment_variables(common, arc, segment, plan.question_type),
         "evidence": _entries(segment, plan.evidence, traces),
-        "traces": trace_excerpts(trace_ids_of(needed), traces, section),
+        "traces": trace_excerpts(trace_ids_of(needed), traces, prompts),
         "temporal_scope": plan.temporal_scope, "outline": plan.outline, "absent_topic": plan.absent_topic,
         "question_time": asked.isoformat(timespec="minutes"), "max_answer_chars": max_answer_chars,
     }
@@ -308,7 +308,8 @@ class Planner:
         needed = needed_traces(segment, plan.evidence)
         asked = ask_time(plan, segment, needed, self.traces, self.arc_items[arc.id], self.last_day)
         cap = self.section.max_answer_chars[self.ctx.language]
-        variables = write_variables(self.common, arc, segment, plan, needed, asked, self.traces, self.section, cap)
+        variables = write_variables(self.common, arc, segment, plan, needed, asked, self.traces, self.ctx.settings.prompts,
+                                    cap)
         answer = await self.ctx.ask("qa_write", "qa_write.j2", variables, write_model(cap))
         return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, asked, needed)]}
 
@@ -373,5 +374,5 @@ STAGE = Stage(
     optional_reads=("groups.jsonl", "chats.jsonl", "variants.jsonl"),
     help="qa.jsonl: sliding-window trajectory segments per life arc → plan → question and first-person answer, "
          "in each type `[qa] types` lists",
-    config_keys=("variants",),  # whether the kept variant sets' relation items join
+    config_keys=("variants", "prompts"),  # the kept variant sets' relation items; the shared trace excerpts
 )

@@ -114,7 +114,8 @@ async def write_one(ctx: StageContext, pair: DurationPair, arc: LifeArc, common:
     variables = {**common, "arc": arc, "question_time": asked.isoformat(timespec="minutes"), "days": pair.days,
                  "convention": CONVENTION,
                  "moments": [{"statement": m.statement,
-                              "traces": trace_excerpts([m.trace_ids[0]], traces, section)} for m in (pair.first, pair.second)]}
+                              "traces": trace_excerpts([m.trace_ids[0]], traces, ctx.settings.prompts)}
+                             for m in (pair.first, pair.second)]}
     answer = await ctx.ask("qa_write", "qa_duration.j2", variables, DurationQuestion)
     unit = section.duration_unit[ctx.language]
     return {"qa.jsonl": [build_item(pair, arc, answer.question, asked, unit, ctx.persona.id)]}

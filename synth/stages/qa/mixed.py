@@ -89,8 +89,8 @@ class MixedWriter:
         arc = arc_for([a for e in pair.evidence for a in e.arc_ids], self.arcs)
         traces = {t.id: t for t in (pair.spoken, pair.written)}
         variables = {**self.common, "arc": arc, "question_time": asked.isoformat(timespec="minutes"),
-                     "said": trace_excerpts([pair.spoken.id], traces, self.section)[0],
-                     "wrote": trace_excerpts([pair.written.id], traces, self.section)[0],
+                     "said": trace_excerpts([pair.spoken.id], traces, self.ctx.settings.prompts)[0],
+                     "wrote": trace_excerpts([pair.written.id], traces, self.ctx.settings.prompts)[0],
                      "statements": [e.statement for e in pair.evidence],
                      "max_answer_chars": self.section.max_answer_chars[self.ctx.language]}
         answer = await self.ctx.ask("qa_write", "qa_mixed.j2", variables, self.answer_model)
