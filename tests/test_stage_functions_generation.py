@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from synth.config import conf
 from synth.config.personas import PersonaSeed
 from synth.config.prompts import render
 from synth.config.settings import ArcsSettings, EventsSettings
@@ -297,9 +298,11 @@ def test_phases_variables_render_their_templates(language):
 
 # ------------------------------------------------------------------------------------------ events
 
-EVENTS_SECTION = EventsSettings(events_per_week=3, min_events=2, max_events=8, min_evidence=2, max_evidence=4,
-                                everyday_share=0.33, max_gap_days=10, recent_phases=3, new_people=1, gap_room_days=2,
-                                fill_gaps=True, travel_seeds=[], date_words=[])
+# the shipped defaults, with the values these tests reason about spelled out
+EVENTS_SECTION = EventsSettings(**{**conf.recorded_section({}, "events"), "events_per_week": 3, "min_events": 2,
+                                   "max_events": 8, "min_evidence": 2, "max_evidence": 4, "everyday_share": 0.33,
+                                   "max_gap_days": 10, "recent_phases": 3, "new_people": 1, "gap_room_days": 2,
+                                   "fill_gaps": True, "travel_seeds": [], "date_words": []})
 
 
 def test_event_quota_is_proportional_to_the_phase_length_within_bounds():
