@@ -28,7 +28,7 @@ def test_the_innermost_named_frame_decides_and_library_internals_charge_their_ca
     assert profile.classify(stack(run, provider, sdk, http, ("/py/socket.py", "send"))) == HTTP
     assert profile.classify(stack(run, provider, sdk, ("/py/json/encoder.py", "iterencode"))) == SDK
     assert profile.classify(stack(run, ("/py/selectors.py", "select"))) == IDLE
-    journal = ("/repo/synth/jsonl.py", "record")
+    journal = ("/repo/synth/core/jsonl.py", "record")
     assert profile.classify(stack(run, journal, ("/venv/site-packages/pydantic/main.py", "model_dump"))) == \
         "journal (dump + append)"
     assert profile.classify(stack(("/repo/synth/llm/cache.py", "put"))) == "response cache (SQLite)"

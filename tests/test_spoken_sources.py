@@ -316,13 +316,14 @@ def test_repetition_compares_with_the_most_similar_earlier_events_only():
 
 # ------------------------------------------------------------------------------------------ whole runs
 
-def fake_run(out: Path, preset: str, config: str | None):
-    """Every stage for p01_maya on the fake provider; returns the provider (its `seen` requests)."""
+def fake_run(out: Path, preset: str, config: str | None, seed: int = 0):
+    """Every stage for p01_maya on the fake provider (answers drawn with `seed`); returns the provider (its `seen`
+    requests)."""
     path = None
     if config is not None:
         path = out.parent / f"{out.name}.toml"
         path.write_text(config)
-    session = open_session(out, [PERSONAS], [PID], preset, "fake", None, None, None, None, None, path)
+    session = open_session(out, [PERSONAS], [PID], preset, "fake", None, None, None, None, None, path, seed=seed)
     fake = session.llm.provider(session.options.route)
     try:
         from synth.stages import STAGES

@@ -60,7 +60,7 @@ RULES: tuple[tuple[str, str | None, str], ...] = (
     ("/h11/", None, HTTP),
     ("/anyio/", None, HTTP),
     ("/synth/engine/runner.py", None, STAGE_IO),
-    ("/synth/quality/validate.py", None, STAGE_IO),
+    ("/synth/quality/validate/", None, STAGE_IO),
     ("/synth/engine/stage.py", None, BODIES),
     ("/synth/stages/", None, BODIES),
     ("/synth/", None, "other synth code"),
