@@ -1,4 +1,4 @@
-"""`tree`: a hierarchical memory after PersonaTree (../shared/seeds/003): leaf events → mid-level patterns → root
+"""`tree`: a hierarchical memory after PersonaTree (the PersonaTree paper): leaf events → mid-level patterns → root
 traits, each node with a confidence kept in log-odds with decay toward a prior.
 
 Writing is conservative: a new leaf (the LLM's event summary of one trace) attaches to a mid pattern only when the

@@ -121,7 +121,7 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def option_words(text: str) -> set[str]:
-    """Word set of an option for overlap (Chinese: character bigrams) — the same as ../shared/tools/mcq_bias.py,
+    """Word set of an option for overlap (Chinese: character bigrams) — the same as the outside MCQ-bias script (mcq_bias.py),
     so `synth stats` and that outside measure agree."""
     text = str(text).lower()
     if _CJK.search(text):

@@ -1,5 +1,5 @@
 """The validity figures of multiple-choice items, without a model: option-position balance, the key-is-longest and
-key-is-most-central rates (as ../shared/tools/mcq_bias.py counts them), and blind accuracy against chance."""
+key-is-most-central rates (as the outside MCQ-bias script, mcq_bias.py, counts them), and blind accuracy against chance."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def distractor_texts(item: MCQ) -> list[str]:
 
 
 def correct_is_longest(item: MCQ) -> bool:
-    """The key is at least as long as every other A–D option (ties count, as ../shared/tools/mcq_bias.py does)."""
+    """The key is at least as long as every other A–D option (ties count, as the outside mcq_bias.py does)."""
     return rules.key_is_longest({c.id: c.text for c in item.choices}, item.correct_choice_id)
 
 
