@@ -157,3 +157,25 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+
+
+def eval_fake(data: Path, out: Path, system: str = "flat", k: int = 3, **options) -> dict:
+    """`synth eval` in process with the fake answerer and judges and a silent console (unless `console=` is
+    given): its summary. `options` are run_eval's own (offline, limit, embedder, embed_model, retriever,
+    data_format, plot, concurrency …)."""
+    import io
+
+    from rich.console import Console
+
+    from synth.eval.run import run_eval
+
+    settings = {"answerer_model": None, "judge_model": None, "base_url": None, "embed_model": None,
+                "offline": False, "plot": False, "limit": None, "concurrency": 4,
+                "console": Console(file=io.StringIO(), width=100), **options}
+    return run_eval(data=data, system=system, k=k, answerer_provider="fake", judge_provider="fake", out=out,
+                    **settings)
+
+
+def eval_rows(out: Path) -> list[dict]:
+    """The per-question rows of an eval run (results.jsonl)."""
+    return read_jsonl(out / "results.jsonl")

@@ -5,7 +5,6 @@ format, malformed files (one line naming file and field, exit 2), and the field 
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import re
 import shutil
@@ -13,8 +12,7 @@ from pathlib import Path
 
 import pytest
 from handmade import build_dataset
-from kit import REPO, read_jsonl, run_synth, write_jsonl
-from rich.console import Console
+from kit import REPO, eval_fake, read_jsonl, run_synth, write_jsonl
 
 from synth.core.bench_formats import (
     LME_TYPES,
@@ -26,7 +24,6 @@ from synth.core.bench_formats import (
 )
 from synth.core.errors import InputError
 from synth.eval.formats import load_data
-from synth.eval.run import run_eval
 from synth.life.spoken import format_lines
 from synth.records import ChatDay, SpokenCheck, Utterance, mint_id
 from synth.release.locomo import export_locomo
@@ -88,11 +85,10 @@ def rich(tmp_path) -> Path:
     return rich_dataset(tmp_path / "rich")
 
 
-def _eval(data: Path, out: Path, system: str, offline: bool = False, data_format: str | None = None) -> dict:
-    return run_eval(data=data, system=system, k=2, answerer_provider="fake", answerer_model=None,
-                    judge_provider="fake", judge_model=None, base_url=None, embed_model=None, offline=offline,
-                    out=out, plot=False, limit=None, concurrency=2, console=Console(file=io.StringIO()),
-                    retriever="bm25", data_format=data_format)
+
+def _eval(data: Path, out: Path, system: str, **options) -> dict:
+    """The round trips' settings: k=2 and bm25, so a missed gold shows."""
+    return eval_fake(data, out, system, k=2, concurrency=2, retriever="bm25", **options)
 
 
 def _trace_id(session_id: str) -> str:

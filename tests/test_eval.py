@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from kit import eval_fake as _eval
 from rich.console import Console
 
 from synth.eval.data import EvalPersona, load_eval_set, parse_time
@@ -237,11 +238,6 @@ def test_bm25_ranks_the_matching_chinese_trace_first():
 
 # ---- end to end with the fake answerer and judge -------------------------------------------------------------
 
-
-def _eval(data: Path, out: Path, system="flat", limit=None):
-    return run_eval(data=data, system=system, k=3, answerer_provider="fake", answerer_model=None,
-                    judge_provider="fake", judge_model=None, base_url=None, embed_model=None, offline=False,
-                    out=out, plot=False, limit=limit, concurrency=4, console=Console(file=io.StringIO()))
 
 
 def test_end_to_end_with_the_fake_writes_results_and_a_summary_in_range(tmp_path):

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from kit import eval_fake as _eval
 from rich.cells import cell_len
 from rich.console import Console
 from typer.testing import CliRunner
@@ -26,12 +27,6 @@ from tests.test_eval import CONTEXT, QUESTIONS, _q, _trace, write_release
 
 NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}
 
-
-def _eval(data: Path, out: Path, system, k: int = 3, offline: bool = False, console: Console | None = None) -> dict:
-    return run_eval(data=data, system=system, k=k, answerer_provider="fake", answerer_model=None,
-                    judge_provider="fake", judge_model=None, base_url=None, embed_model=None, offline=offline,
-                    out=out, plot=False, limit=None, concurrency=4,
-                    console=console or Console(file=io.StringIO()))
 
 
 def _rows(out: Path) -> dict[str, dict]:

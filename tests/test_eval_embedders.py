@@ -4,15 +4,13 @@ vectors, and the choice is checked, recorded with the run and enforced when a ru
 
 from __future__ import annotations
 
-import io
 import json
 import sqlite3
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
+from kit import eval_fake
 from typer.testing import CliRunner
 
 from synth.cli import app
@@ -155,14 +153,6 @@ def test_an_unknown_embedder_stops_with_one_line_before_anything_is_written(tmp_
     assert not out.exists()
 
 
-def _eval(data: Path, out: Path, system: str, embedder: str | None) -> dict:
-    from synth.eval.run import run_eval
-
-    return run_eval(data=data, system=system, k=3, answerer_provider="fake", answerer_model=None,
-                    judge_provider="fake", judge_model=None, base_url=None, embed_model=None, offline=False,
-                    out=out, plot=False, limit=None, concurrency=4, console=Console(file=io.StringIO(), width=100),
-                    embedder=embedder)
-
 
 def test_a_run_records_its_embedder_and_a_resume_under_another_is_refused(tmp_path, monkeypatch):
     _needs("use")
@@ -170,12 +160,12 @@ def test_a_run_records_its_embedder_and_a_resume_under_another_is_refused(tmp_pa
         monkeypatch.delenv(key, raising=False)
     write_release(tmp_path / "data")
     out = tmp_path / "run"
-    _eval(tmp_path / "data", out, "flat-dense", "use")
+    eval_fake(tmp_path / "data", out, "flat-dense", embedder="use")
     assert json.loads((out / "settings.json").read_text())["embed_model"] == "local:use"
     with sqlite3.connect(out / "vectors.sqlite") as db:
         assert db.execute("SELECT COUNT(*), MIN(dim) FROM vectors").fetchone() == (6, 512)  # USE's 512-d rows
     with pytest.raises(InputError, match="embed_model='local:use'"):
-        _eval(tmp_path / "data", out, "flat-dense", "e5")
+        eval_fake(tmp_path / "data", out, "flat-dense", embedder="e5")
 
 
 def test_the_fast_embedder_cuts_each_text_to_its_first_tokens_keeping_the_end_token():

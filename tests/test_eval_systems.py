@@ -6,14 +6,13 @@ behaviour, not plumbing."""
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
+from kit import eval_fake as _eval
 from typer.testing import CliRunner
 
 from synth.cli import app
@@ -22,17 +21,11 @@ from synth.core.errors import InputError
 from synth.eval.embed import CachedEmbedder, VectorCache
 from synth.eval.index import BM25Index, DenseIndex, HybridIndex
 from synth.eval.memory import ExtractedMemorySystem, memories_model
-from synth.eval.run import parse_systems, run_eval
+from synth.eval.run import parse_systems
 from tests.test_eval import write_release
 
 NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}
 
-
-def _eval(data: Path, out: Path, system, k: int = 3, **extra) -> dict:
-    return run_eval(data=data, system=system, k=k, answerer_provider="fake", answerer_model=None,
-                    judge_provider="fake", judge_model=None, base_url=None, embed_model=extra.pop("embed_model", None),
-                    offline=False, out=out, plot=extra.pop("plot", False), limit=None, concurrency=4,
-                    console=Console(file=io.StringIO(), width=100), **extra)
 
 
 def _rows(out: Path) -> list[dict]:
