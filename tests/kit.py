@@ -6,8 +6,9 @@
                       replies={"arcs": [SEEDS, ARCS, MAJORS]})
     assert model.tasks() == ["arcs"] * 3 and not model.unused()
 
-- `run_stage(out, stages, config=, replies=, persona=, preset=, seed=, force=)` runs one stage (a name) or several
-  (a list) for one persona into `out` and returns the `Scripted` model that answered. A persona of personas/ is
+- `run_stage(out, stages, config=, replies=, persona=, preset=, seed=, force=, fake_seed=)` runs one stage (a name)
+  or several (a list) for one persona into `out` and returns the `Scripted` model that answered; `fake_seed` is the
+  seed of the fake answers for what is not scripted. A persona of personas/ is
   named by `persona` (default p01_maya, tiny preset): the run goes through `open_session`, as `synth run` does.
   A hand-built persona directory already under `out` is run by passing its `seed` (a PersonaSeed); `config` is
   then the whole resolved config dict, used as given.
@@ -92,7 +93,7 @@ class Scripted:
 
 def run_stage(out: Path, stages: str | list[str], *, config: str | Path | dict | None = None,
               replies: Replies | Scripted | None = None, persona: str = PID, preset: str = "tiny",
-              seed: PersonaSeed | None = None, force: bool = False) -> Scripted:
+              seed: PersonaSeed | None = None, force: bool = False, fake_seed: int = 0) -> Scripted:
     """Run `stages` for one persona into `out` with a scripted model; returns the model (see the module docstring)."""
     model = replies if isinstance(replies, Scripted) else Scripted(replies)
     names = [stages] if isinstance(stages, str) else list(stages)
@@ -104,7 +105,8 @@ def run_stage(out: Path, stages: str | list[str], *, config: str | Path | dict |
         _run_seed(out, names, seed, config if isinstance(config, dict) else conf.preset_config(preset, config),
                   model)
         return model
-    session = open_session(out, [PERSONAS], [persona], preset, "fake", None, None, None, None, None, config)
+    session = open_session(out, [PERSONAS], [persona], preset, "fake", None, None, None, None, None, config,
+                           seed=fake_seed)
     provider = session.llm.provider(session.options.route)
     model.fallback = provider.complete  # the session's own fake (its seed) answers what is not scripted
     provider.complete = model.complete

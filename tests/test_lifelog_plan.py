@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from test_spoken_sources import PID, SHORT, event, load, run, setup
+from spoken_world import ALL, PID, SHORT, event, fake_run, load, run, setup
 
 from synth.life.lifelog_calendar import agenda_problems, event_problems, periods, range_problems, tree_problems
 from synth.quality.validate import validate_dataset
@@ -88,9 +88,10 @@ def test_a_scripted_plan_is_checked_re_asked_and_followed_by_the_dialogue(tmp_pa
         {"minute": 900, "kind": "leisure", "text": "a walk by the river", "event": "-"}]}
     dialogue = {"lines": [{"speaker": "Sam", "second": 5, "text": "It drips again.", "evidence": [1]},
                           {"speaker": "Maya", "second": 65, "text": "Then we call him back.", "evidence": [2]}]}
-    fake = run(out, "lifelog", [NODE, {**NODE, "summary": "January: the flat"}, {**NODE, "summary": "a week at home"},
-                                day_draft, day_fixed, dialogue])
-    assert [r.task for r in fake.seen] == ["lifelog_plan"] * 5 + ["lifelog"] and not fake.script
+    fake = run(out, "lifelog", {"lifelog_plan": [NODE, {**NODE, "summary": "January: the flat"},
+                                                 {**NODE, "summary": "a week at home"}, day_draft, day_fixed],
+                                "lifelog": [dialogue]})
+    assert [r.task for r in fake.seen] == ["lifelog_plan"] * 5 + ["lifelog"] and not fake.unused()
     prompts = [r.messages[-1]["content"] for r in fake.seen]
     assert "# The plan of this year: 2022-01-01 to 2022-02-11" in prompts[0]
     assert "The plan one level up (the year 2022-01-01 to 2022-02-11): a quiet start" in prompts[1]
@@ -122,7 +123,7 @@ def test_a_scripted_plan_is_checked_re_asked_and_followed_by_the_dialogue(tmp_pa
 def test_validate_reads_the_plan_tree(tmp_path):
     out = tmp_path / "v"
     directory = setup(out, [event(1, dt.datetime(2022, 1, 8, 10), ["r1"])], SHORT)
-    run(out, "lifelog", [])
+    run(out, "lifelog")
     rows = [json.loads(line) for line in (directory / "lifelog_plan.jsonl").read_text().splitlines()]
     assert [r["level"] for r in rows] == ["year", "month", "week", "day"]
     events = {"e1": D(2022, 1, 8)}
@@ -138,8 +139,6 @@ def test_validate_reads_the_plan_tree(tmp_path):
 
 
 def test_max_groups_and_max_events_cut_a_spoken_run_down(tmp_path):
-    from test_spoken_sources import ALL, fake_run
-
     # a fake seed whose full run has more than one group that talks (which groups talk is the fake's draw)
     for seed in range(6):
         full, cut = tmp_path / f"full{seed}", tmp_path / f"cut{seed}"

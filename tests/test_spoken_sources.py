@@ -4,31 +4,38 @@ and what `synth validate` and `synth stats` make of them."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 import re
-from pathlib import Path
 
 import pytest
+from kit import REPO, run_stage
+from spoken_world import (
+    ALL,
+    DAY,
+    LINE,
+    PID,
+    SHORT,
+    event,
+    evidence,
+    fake_run,
+    load,
+    persona,
+    run,
+    setup,
+    utter,
+)
 
 from synth.config.conf import preset_config
 from synth.config.settings import parse
-from synth.core.jsonl import read_records, write_atomic
+from synth.core.jsonl import write_atomic
 from synth.life.spoken import format_lines, line_problems, most_similar_earlier, spoken_traces
-from synth.pipeline.session import open_session, run_stages
 from synth.quality.validate import validate_dataset
 from synth.records import (
-    FILES,
     STYLE_DIMENSIONS,
-    BigFive,
     ChatDay,
-    Event,
     Evidence,
     LifelogDialogue,
-    Person,
-    Persona,
-    Relation,
     SpokenCheck,
     Utterance,
     mint_id,
@@ -36,73 +43,6 @@ from synth.records import (
 from synth.release import stats
 from synth.stages.chats import active_days, build_groups, persona_style, rolling_state
 from synth.stages.lifelog import repetitions
-
-ROOT = Path(__file__).resolve().parents[1]
-PERSONAS = ROOT / "personas"
-PID = "p01_maya"
-ALL = 'sources = ["written", "group_chat", "lifelog"]\n'
-SHORT = ALL + "[chats]\nmin_utterances = 1\n[lifelog]\nmin_lines = 1\n"  # scripted answers are short
-DAY = dt.date(2022, 1, 5)
-LINE = re.compile(r"^\[\d{4}-\d\d-\d\d, \d\d:\d\d:\d\d\] [^:]+: ")
-
-
-def persona(relations=(("r1", "Sam", "partner"), ("r2", "Lee", "colleague"))) -> Persona:
-    return Persona(
-        id=PID, persona_id=PID, language="en",
-        big_five=BigFive(openness=.9, conscientiousness=.1, extraversion=.5, agreeableness=1.0, neuroticism=.5),
-        start=dt.date(2022, 1, 1), end=dt.date(2022, 2, 11), scale="100k", name="Maya", age=34, gender="f",
-        personality="p", family_history="f", education="e", occupation="o", concerns=["c"], interests=["i"],
-        backstory="b", relations=[Relation(id=i, name=n, relation=r, description="d") for i, n, r in relations],
-    )
-
-
-def event(k: int, when: dt.datetime, participants: list[str], title: str = "Plumber visit") -> Event:
-    return Event(id=f"e{k}", persona_id=PID, phase_id="ph", time=when, title=title,
-                 description=f"{title}: the sink is fixed", location="home", participant_ids=participants)
-
-
-def evidence(event_id: str, n: int = 2) -> list[Evidence]:
-    return [Evidence(id=f"{event_id}-v{j}", persona_id=PID, event_id=event_id, kind="fact",
-                     statement=f"statement {j} of {event_id}", arc_ids=["a1"]) for j in range(n)]
-
-
-def registry(p: Persona, introduced: tuple[tuple[str, str, str, dt.date], ...] = ()) -> list[Person]:
-    """people.jsonl: the relations, then people introduced later (id, name, relation, first day)."""
-    return [*(Person(id=r.id, persona_id=PID, kind="person", name=r.name, relation=r.relation, description="d",
-                     origin="relation") for r in p.relations),
-            *(Person(id=i, persona_id=PID, kind="person", name=n, relation=r, description="d", origin="introduced",
-                     first_phase_id="ph", first_date=day) for i, n, r, day in introduced)]
-
-
-def setup(out: Path, events: list[Event], config: str, introduced=()) -> Path:
-    directory = out / PID
-    directory.mkdir(parents=True)
-    write_atomic(directory / "persona.jsonl", [persona()])
-    write_atomic(directory / "people.jsonl", registry(persona(), introduced))
-    write_atomic(directory / "events.jsonl", events)
-    write_atomic(directory / "evidence.jsonl", [v for e in events for v in evidence(e.id)])
-    (out / "config.toml").write_text(config)
-    return directory
-
-
-def run(out: Path, stage: str, script: list[dict]):
-    session = open_session(out, [PERSONAS], [PID], "tiny", "fake", None, None, None, None, None, out / "config.toml")
-    fake = session.llm.provider(session.options.route)
-    fake.script.extend(json.dumps(s) for s in script)
-    try:
-        asyncio.run(run_stages(session, [stage], show_progress=False))
-    finally:
-        session.close()
-    return fake
-
-
-def load(directory: Path, name: str) -> list:
-    return read_records(directory / name, FILES[name])
-
-
-def utter(speaker: str, minute: int, text: str, ev: list[int]) -> dict:
-    return {"speaker": speaker, "minute": minute, "text": text, "evidence": ev}
-
 
 # ------------------------------------------------------------------------------------------ groups and styles
 
@@ -177,10 +117,11 @@ def test_lines_are_formatted_as_lifedialbench_does():
 
 # ------------------------------------------------------------------------------------------ scripted chats
 
-def chat_script(draft: list[dict], repaired: list[dict], verdicts: list[dict]) -> list[dict]:
+def chat_script(draft: list[dict], repaired: list[dict], verdicts: list[dict]) -> dict:
+    """A day's draft and its repair (task chats), and the judge's verdict on each (task chats_validate)."""
     day = {"utterances": draft, "summary": "the plumber came", "open_items": ["pay the plumber"]}
     fixed = {"utterances": repaired, "summary": " the plumber came and fixed it ", "open_items": []}
-    return [day, verdicts[0], fixed, verdicts[1]]
+    return {"chats": [day, fixed], "chats_validate": list(verdicts)}
 
 
 OK = {"completion_ok": True, "logic_ok": True, "style_ok": True, "problems": ""}
@@ -193,7 +134,7 @@ def test_chat_day_scripted_draft_verdict_repair_and_diff(tmp_path):
     draft = [utter("Sam", 660, "Did the plumber come?", [1]), utter("Maya", 540, "Yes, he fixed it", [2])]
     repaired = [utter("Sam", 630, "plumber came?", [1]), utter("Maya", 640, "yep, sink works", [2, 2])]
     fake = run(out, "chats", chat_script(draft, repaired, [STYLE, OK]))
-    assert not fake.script, "one answer each: day, verdict, repair, verdict"
+    assert not fake.unused(), "one answer each: day, verdict, repair, verdict"
     assert [r.task for r in fake.seen] == ["chats", "chats_validate", "chats", "chats_validate"]
     assert [r.sample for r in fake.seen] == [0, 0, 1, 0]
     speakers = fake.seen[0].json_schema["$defs"]["ChatLine"]["properties"]["speaker"]["enum"]
@@ -225,9 +166,9 @@ def test_chat_day_stays_flagged_after_the_last_repair(tmp_path):
     out = tmp_path / "f"
     directory = setup(out, [event(1, dt.datetime(2022, 1, 5, 10), ["r1"])], SHORT.replace("[chats]\n", "[chats]\nmax_repairs = 1\n"))
     bad = [utter("Sam", 660, "Did the plumber come?", [1, 2])]  # Maya never speaks
-    fake = run(out, "chats", chat_script(bad, bad, [OK, OK])[:3])
+    fake = run(out, "chats", chat_script(bad, bad, [OK]))
     # the verdict on the unchanged lines is the first verdict's request again: answered from the cache
-    assert [r.task for r in fake.seen] == ["chats", "chats_validate", "chats"] and not fake.script
+    assert [r.task for r in fake.seen] == ["chats", "chats_validate", "chats"] and not fake.unused()
     [day] = load(directory, "chats.jsonl")
     assert day.check.flagged and day.check.final_problems == ["Maya never speaks"]
     assert len(day.check.repairs) == 1 and day.check.repairs[0].diff == ""
@@ -240,7 +181,7 @@ def test_someone_introduced_later_joins_the_group_from_their_first_day(tmp_path)
     out = tmp_path / "n"
     events = [event(1, dt.datetime(2022, 1, 5, 10), ["r1"]), event(2, dt.datetime(2022, 1, 9, 10), ["r1", "n1"])]
     directory = setup(out, events, SHORT, introduced=(("n1", "Jo", "sister-in-law", dt.date(2022, 1, 8)),))
-    fake = run(out, "chats", [])
+    fake = run(out, "chats")
     family = next(g for g in load(directory, "groups.jsonl") if g.kind == "family")
     assert [(m.name, m.since) for m in family.members] == [("Maya", None), ("Sam", None), ("Jo", dt.date(2022, 1, 8))]
     days = [r for r in fake.seen if r.task == "chats" and r.sample == 0]
@@ -251,7 +192,7 @@ def test_someone_introduced_later_joins_the_group_from_their_first_day(tmp_path)
 def test_a_chat_day_on_a_public_holiday_says_so(tmp_path):
     out = tmp_path / "h"
     setup(out, [event(1, dt.datetime(2022, 1, 3, 10), ["r1"]), event(2, dt.datetime(2022, 1, 5, 10), ["r1"])], SHORT)
-    fake = run(out, "chats", [])
+    fake = run(out, "chats")
     days = {r.messages[-1]["content"].split("Date: ")[1][:10]: r.messages[-1]["content"]
             for r in fake.seen if r.task == "chats" and r.sample == 0}
     assert "It is a Monday, New Year's Day (observed) (a public holiday)." in days["2022-01-03"]
@@ -261,7 +202,7 @@ def test_a_chat_day_on_a_public_holiday_says_so(tmp_path):
 def test_chats_with_written_sources_only_write_empty_files_and_call_nothing(tmp_path):
     out = tmp_path / "w"
     directory = setup(out, [event(1, dt.datetime(2022, 1, 5, 10), ["r1"])], "")
-    fake = run(out, "chats", [])
+    fake = run(out, "chats")
     assert fake.seen == []
     assert load(directory, "groups.jsonl") == [] and load(directory, "chats.jsonl") == []
     assert (directory / "chats.jsonl").is_file()
@@ -277,8 +218,8 @@ def test_lifelog_dialogue_scripted_with_a_repair(tmp_path):
     fixed = {"lines": [{"speaker": "Stranger", "second": 3, "text": "Plumber here.", "evidence": []},
                        {"speaker": "Sam", "second": 5, "text": "It drips again.", "evidence": [1]},
                        {"speaker": "Maya", "second": 65, "text": "Then we call him back.", "evidence": [2]}]}
-    fake = run(out, "lifelog", [draft, fixed])
-    assert [r.task for r in fake.seen] == ["lifelog", "lifelog"] and not fake.script
+    fake = run(out, "lifelog", {"lifelog": [draft, fixed]})
+    assert [r.task for r in fake.seen] == ["lifelog", "lifelog"] and not fake.unused()
     schema = fake.seen[0].json_schema["$defs"]["DialogueLine"]["properties"]
     assert schema["speaker"]["enum"] == ["Maya", "Sam", "Stranger"] and schema["second"]["maximum"] == 10 * 60
     prompt = fake.seen[0].messages[-1]["content"]
@@ -315,24 +256,6 @@ def test_repetition_compares_with_the_most_similar_earlier_events_only():
 
 
 # ------------------------------------------------------------------------------------------ whole runs
-
-def fake_run(out: Path, preset: str, config: str | None, seed: int = 0):
-    """Every stage for p01_maya on the fake provider (answers drawn with `seed`); returns the provider (its `seen`
-    requests)."""
-    path = None
-    if config is not None:
-        path = out.parent / f"{out.name}.toml"
-        path.write_text(config)
-    session = open_session(out, [PERSONAS], [PID], preset, "fake", None, None, None, None, None, path, seed=seed)
-    fake = session.llm.provider(session.options.route)
-    try:
-        from synth.stages import STAGES
-
-        asyncio.run(run_stages(session, STAGES.order(), show_progress=False))
-    finally:
-        session.close()
-    return fake
-
 
 def test_tiny_with_every_source_makes_valid_traces_of_the_spoken_media(tmp_path):
     out = tmp_path / "t"
@@ -399,7 +322,7 @@ def test_small_fake_run_with_every_source_passes_validate_and_the_outside_bias_c
     assert validate_dataset(out) == []
     media = {t.medium for t in load(out / PID, "traces.jsonl")}
     assert {"group_chat", "lifelog_dialogue"} < media and len(media) > 2
-    tool = ROOT.parent / "shared" / "tools" / "mcq_bias.py"
+    tool = REPO.parent / "shared" / "tools" / "mcq_bias.py"
     if not tool.is_file():
         pytest.skip("../shared/tools/mcq_bias.py is not beside this checkout")
     last = subprocess.run([sys.executable, str(tool), str(out)], capture_output=True, text=True,
@@ -414,12 +337,8 @@ def test_traces_refuse_to_run_without_the_chats_the_sources_name(tmp_path):
     out = tmp_path / "m"
     fake_run(out, "tiny", ALL)
     (out / PID / "chats.jsonl").unlink()
-    session = open_session(out, [PERSONAS], [PID], "tiny", "fake", None, None, None, None, None, tmp_path / "m.toml")
-    try:
-        with pytest.raises(InputError, match="chats.jsonl: missing — run `synth chats` first"):
-            asyncio.run(run_stages(session, ["traces"], force=True, show_progress=False))
-    finally:
-        session.close()
+    with pytest.raises(InputError, match="chats.jsonl: missing — run `synth chats` first"):
+        run_stage(out, "traces", config=tmp_path / "m.toml", force=True)
 
 
 # ------------------------------------------------------------------------------------------ the seeds' layouts
