@@ -4,13 +4,13 @@ checked by the filter, `synth validate` against groups.jsonl, and the rates in `
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 from pathlib import Path
 
+from kit import Scripted, run_stage
+
 from synth.core.jsonl import read_records
-from synth.pipeline.session import open_session, run_stages
 from synth.quality import rules
 from synth.quality.validate import validate_dataset
 from synth.records import FILES, ChatDay, Group, GroupMember, SpokenCheck, Utterance
@@ -101,17 +101,11 @@ def test_anchors_are_members_who_spoke_on_enough_days_with_their_newest_evidence
 
 # ------------------------------------------------------------------------------------------ a scripted run
 
-def session_run(out: Path, stages: list[str], script: list[dict] | None = None, force: bool = False):
+def session_run(out: Path, stages: list[str], replies: dict | None = None, force: bool = False) -> Scripted:
+    """Stages for p01_maya with the profile config (written beside the dataset) on the kit's scripted model."""
     config = out.parent / f"{out.name}.toml"
     config.write_text(CONFIG)
-    session = open_session(out, [ROOT / "personas"], [PID], "tiny", "fake", None, None, None, None, None, config)
-    fake = session.llm.provider(session.options.route)
-    fake.script.extend(json.dumps(s) for s in script or [])
-    try:
-        asyncio.run(run_stages(session, stages, force=force, show_progress=False))
-    finally:
-        session.close()
-    return fake
+    return run_stage(out, stages, config=config, replies=replies, force=force)
 
 
 def load(directory: Path, name: str) -> list:
@@ -144,8 +138,9 @@ def test_a_scripted_profile_item_is_re_asked_placed_checked_and_validated(tmp_pa
     dims = marked_dimensions(anchor.member.style, 3)
     stored = {d: anchor.member.style[d] for d in dims}
     off = {**stored, dims[0]: wrong_level(stored[dims[0]])}  # the first draft's key claims a wrong level
-    fake = session_run(out, ["qa"], [draft(dims, stored, off), draft(dims, stored, stored)], force=True)
-    assert [r.task for r in fake.seen] == ["qa_write", "qa_write"] and not fake.script
+    fake = session_run(out, ["qa"], {"qa_write": [draft(dims, stored, off), draft(dims, stored, stored)]},
+                       force=True)
+    assert [r.task for r in fake.seen] == ["qa_write", "qa_write"] and not fake.unused()
     schema = fake.seen[0].json_schema["$defs"]["StyleClaim"]["properties"]
     assert list(schema) == list(dims) and all(p["minimum"] == 1 and p["maximum"] == 5 for p in schema.values())
     first_problem = f"both_right: claims {dims[0]} {off[dims[0]]}, the member's stored level is {stored[dims[0]]}"
@@ -160,7 +155,7 @@ def test_a_scripted_profile_item_is_re_asked_placed_checked_and_validated(tmp_pa
 
     # the no-context validator misses the key (scripted, so the round goes on to the verify judge)
     blind = {"choice": "E", "needs_memory": True, "reason": "needs the chats"}
-    fake = session_run(out, ["distractors", "filter"], [blind])
+    fake = session_run(out, ["distractors", "filter"], {"distractors_validate": [blind]})
     assert "distractors" not in [r.task for r in fake.seen], "the 2×2 options are not rewritten by the writer"
     verify = [r.messages[-1]["content"] for r in fake.seen if r.task == "distractors_verify"]
     assert len(verify) == 1

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from synth.config.prompts import label, labels, prompts_dir, render, sentence
+from synth.life.relations import RELATIONS
 from synth.records import CANNOT_DETERMINE, QUESTION_TYPES, AnchorState, BigFive, LifeArc, Persona, Relation, Snapshot
 
 # Words the model must read literally: JSON field names of the output schemas and JSON literals. An English word
@@ -317,3 +318,11 @@ def test_the_pronoun_follows_the_gender_and_equal_ends_say_one_number():
     wide = render("phases_generate.j2", language="zh", persona=PERSONA,
                   **{**_generation("phases_generate.j2"), "high": 12})[1]["content"]
     assert "取 7 到 12 之间的整数" in wide
+
+
+@pytest.mark.parametrize("relation", RELATIONS)
+@pytest.mark.parametrize("name", sorted(VARIANT_TEMPLATES))
+def test_variant_templates_read_as_chinese_under_every_relation(name, relation):
+    text = "\n".join(m["content"] for m in render(name, language="zh", persona=PERSONA,
+                                                    **{**VARIANTS, **VARIANT_TEMPLATES[name], "relation": relation}))
+    assert not leftovers(text), sorted(leftovers(text))

@@ -4,16 +4,14 @@ and qa stages make of a kept set, and what `synth validate` and `synth stats` sa
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import io
 import json
 from pathlib import Path
 
 import pytest
+from kit import Scripted, run_stage
 from rich.console import Console
-from test_templates_zh_native import PERSONA as ZH_PERSONA
-from test_templates_zh_native import VARIANT_TEMPLATES, VARIANTS, leftovers
 
 from synth.config.conf import preset_config
 from synth.config.prompts import render
@@ -22,9 +20,8 @@ from synth.core.jsonl import read_records, write_atomic
 from synth.eval import waterfall
 from synth.eval.run import run_eval
 from synth.life import relations
-from synth.llm.base import ProviderResponse, Usage
 from synth.llm.fake import respond
-from synth.pipeline.session import open_session, run_stages
+from synth.pipeline.session import open_session
 from synth.quality import rules
 from synth.quality.validate import validate_dataset
 from synth.records import (
@@ -101,40 +98,29 @@ def setup(out: Path, config: str, seeds: int = 1) -> Path:
     return directory
 
 
-class Script:
-    """A scripted model keyed by task (sessions run concurrently, so a FIFO queue would race): each task's
-    replies are consumed in order; a session's reply is chosen by the variant its prompt carries."""
+class Script(Scripted):
+    """The kit's model keyed by task (sessions run concurrently, so a FIFO queue would race): each task's replies
+    are consumed in order; a session's reply is chosen by the variant its prompt carries, a check's verdict by the
+    session text it reads."""
 
     def __init__(self, replies: dict[str, list[dict]], sessions: dict[str, list[str]] | None = None,
                  verdicts: dict[str, dict] | None = None) -> None:
-        self.replies = {task: list(r) for task, r in replies.items()}
         self.sessions = {k: list(v) for k, v in (sessions or {}).items()}
         self.verdicts = verdicts or {}  # session text → the judge's verdict on it (default: recoverable, implicit)
-        self.seen: list = []
+        super().__init__({**replies, "variants_session": self.session, "variants_check": self.check})
 
-    async def complete(self, request, model):
-        self.seen.append(request)
+    def session(self, request) -> dict:
         prompt = " ".join(m["content"] for m in request.messages)
-        if request.task == "variants_session":
-            variant = next(k for k in self.sessions if f"The information to carry: {k}" in prompt)
-            text = json.dumps({"content": self.sessions[variant].pop(0)})
-        elif request.task == "variants_check":
-            text = json.dumps(next((v for k, v in self.verdicts.items() if k in prompt), OK))
-        else:
-            text = json.dumps(self.replies[request.task].pop(0))
-        return ProviderResponse(text=text, usage=Usage(input_tokens=10, output_tokens=10))
+        variant = next(k for k in self.sessions if f"The information to carry: {k}" in prompt)
+        return {"content": self.sessions[variant].pop(0)}
+
+    def check(self, request) -> dict:
+        prompt = " ".join(m["content"] for m in request.messages)
+        return next((v for k, v in self.verdicts.items() if k in prompt), OK)
 
 
-def run(out: Path, names: list[str], script: Script | None = None, **patch):
-    session = open_session(out, [PERSONAS], [PID], "tiny", "fake", None, None, None, None, None, out / "config.toml")
-    fake = session.llm.provider(session.options.route)
-    if script is not None:
-        fake.complete = script.complete
-    try:
-        asyncio.run(run_stages(session, names, show_progress=False))
-    finally:
-        session.close()
-    return fake
+def run(out: Path, names: list[str], script: Script | None = None) -> Scripted:
+    return run_stage(out, names, config=out / "config.toml", replies=script)
 
 
 def load(directory: Path, name: str) -> list:
@@ -463,14 +449,6 @@ def test_tiny_asks_for_no_variant_set_and_writes_an_empty_file(tmp_path):
 
 # ------------------------------------------------------------------------------------------ templates
 
-@pytest.mark.parametrize("relation", ALL)
-@pytest.mark.parametrize("name", sorted(VARIANT_TEMPLATES))
-def test_variant_templates_read_as_chinese_under_every_relation(name, relation):
-    text = "\n".join(m["content"] for m in render(name, language="zh", persona=ZH_PERSONA,
-                                                    **{**VARIANTS, **VARIANT_TEMPLATES[name], "relation": relation}))
-    assert not leftovers(text), sorted(leftovers(text))
-
-
 def test_the_fake_answers_the_item_schema_with_three_accepted_and_three_wrong():
     answer = json.loads(respond(stage.ItemDraft.model_json_schema(), [{"role": "user", "content": "x"}]))
     assert len(answer["correct_answers"]) == 3 and len(answer["wrong_answers"]) == 3
@@ -636,7 +614,7 @@ def test_a_private_seed_keeps_its_sessions_off_public_media(tmp_path):
     seeds = load(directory, "evidence.jsonl")
     write_atomic(directory / "evidence.jsonl", [s.model_copy(update={"private": k < 4}) for k, s in enumerate(seeds)])
     one = script_for("complementary_all")
-    script = Script({task: replies * 5 for task, replies in one.replies.items()},
+    script = Script({task: replies * 5 for task, replies in one.replies.items() if not callable(replies)},
                     {text: contents * 5 for text, contents in one.sessions.items()})
     run(out, ["variants"], script)
     records = load(directory, "variants.jsonl")
