@@ -8,7 +8,7 @@ import datetime as dt
 import re
 import time
 import warnings
-from typing import Annotated, Literal
+from typing import Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -16,49 +16,14 @@ from pydantic import BaseModel, Field
 NO_LLAMA = "llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')"
 pytest.importorskip("llama_cpp", reason=NO_LLAMA)
 
+from diary_case import DiaryEntry, request  # noqa: E402
+
 from synth.core.errors import InputError
 from synth.llm.base import GenerationSettings, LLMRequest  # noqa: E402
 from synth.llm.local import provider as local  # noqa: E402
 from synth.llm.local.provider import LocalProvider, int_range_rule, schema_to_gbnf  # noqa: E402
 
 pytestmark = pytest.mark.local
-
-
-class Place(BaseModel):
-    city: str = Field(max_length=40)
-    country: str | None = Field(default=None, max_length=40)
-
-
-class DiaryEntry(BaseModel):
-    title: str = Field(max_length=60)
-    mood: Literal["calm", "tense", "joyful"]
-    energy: int = Field(ge=1, le=10)
-    day_offset: int = Field(ge=-3, le=45)
-    day: dt.date
-    place: Place
-    tags: list[Annotated[str, Field(max_length=24)]] = Field(min_length=2, max_length=4)
-    note: str | None = Field(default=None, max_length=160)
-
-
-SCHEMA = DiaryEntry.model_json_schema()
-SYSTEM = (
-    "You write short diary entries for a synthetic person, as JSON.\n"
-    "Person: Maria Lopez, 34, a nurse in Valencia, Spain. Conscientious, a little anxious; hikes on weekends "
-    "and started learning the cello this spring. Her sister Ana lives in Madrid."
-)
-
-
-def request(day: int, sample: int = 0) -> LLMRequest:
-    return LLMRequest(
-        task="test_diary",
-        messages=[
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Write Maria's diary entry for 2024-03-{day:02d}, after a long shift."},
-        ],
-        json_schema=SCHEMA,
-        settings=GenerationSettings(temperature=0.7, max_tokens=256),
-        sample=sample,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ pytest.importorskip("llama_cpp", reason=NO_LLAMA)
 pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python's server extra is not installed")
 pytest.importorskip("openai", reason="the openai package is not installed")
 
-from test_local_provider import SCHEMA, DiaryEntry  # noqa: E402
-from test_local_provider import request as diary_request  # noqa: E402
+from diary_case import SCHEMA, DiaryEntry  # noqa: E402
+from diary_case import request as diary_request  # noqa: E402
 
 from synth.llm.base import GenerationSettings, LLMRequest, TransportError  # noqa: E402
 from synth.llm.local.provider import resolve_model_path, schema_to_gbnf  # noqa: E402

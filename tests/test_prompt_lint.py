@@ -9,8 +9,8 @@ import json
 import re
 
 import pytest
-import test_templates_generation as en_case
-import test_templates_zh_native as zh_case
+import template_cases_en as en_case
+import template_cases_zh as zh_case
 
 from synth.config.prompts import render
 from synth.config.shown_schema import decode_answer, native_schema
