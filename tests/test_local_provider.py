@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 NO_LLAMA = "llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')"
 pytest.importorskip("llama_cpp", reason=NO_LLAMA)
 
-from diary_case import DiaryEntry, request  # noqa: E402
+from diary_case import SYSTEM, DiaryEntry, request  # noqa: E402
 
 from synth.core.errors import InputError
 from synth.llm.base import GenerationSettings, LLMRequest  # noqa: E402
