@@ -3,16 +3,15 @@ realism statistics; model-free parts directly, the plumbing through a fake run o
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from pathlib import Path
 
 import pytest
+from kit import run_stage
 
 from synth.config.prompts import render
 from synth.core.calendar import holidays_between, weekday
 from synth.core.jsonl import read_records
-from synth.pipeline.session import open_session, run_stages
 from synth.quality.validate import PersonaCheck
 from synth.records import FILES, MajorEvent, Person
 from synth.release import life_stats
@@ -142,13 +141,7 @@ def test_a_fake_run_lives_every_new_path(tmp_path):
                                               "photo_caption"))
     config.write_text("[arcs]\nmin_major_events = 3\n[phases]\nnew_people = 2\n"
                       f"[traces]\nvoice_wave_days = 7\n[traces.media.en]\ndiary = 1\n{others}\n")
-    session = open_session(tmp_path, [ROOT / "personas"], ["p01_maya"], "tiny", "fake", None, None, None, None,
-                           None, config)
-    fake = session.llm.provider(session.options.route)
-    try:
-        asyncio.run(run_stages(session, ["persona", "arcs", "phases", "events", "traces"], show_progress=False))
-    finally:
-        session.close()
+    fake = run_stage(tmp_path, ["persona", "arcs", "phases", "events", "traces"], config=config)
     d = tmp_path / "p01_maya"
     majors = read_records(d / "major_events.jsonl", MajorEvent)
     phases = read_records(d / "phases.jsonl", FILES["phases.jsonl"])

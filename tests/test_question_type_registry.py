@@ -4,21 +4,19 @@ template, nothing else), flows through qa → distractors → filter → stats a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 import typer
-from kit import PERSONAS, REPO, run_synth
+from kit import PERSONAS, REPO, run_stage, run_synth
 
 from synth.config import conf, question_types
 from synth.config.prompts import label
 from synth.config.question_types import QuestionTypeSpec
 from synth.core.errors import InputError
 from synth.core.jsonl import read_records
-from synth.pipeline.session import open_session, run_stages
 from synth.quality.validate import validate_dataset
 from synth.records import FILES, QA, EvidenceRef, mint_id
 from synth.release import stats
@@ -96,11 +94,7 @@ def run(out: Path) -> None:
     config.write_text(f'[qa]\ntypes = ["{NAME}"]\n[variants.seeds_per_relation]\n'
                       + "".join(f"{k} = 0\n" for k in ("complementary_all", "complementary_any", "nuanced_temporal",
                                                        "nuanced_contextual", "contradictory")))
-    session = open_session(out, [PERSONAS], [PID], "tiny", "fake", None, None, None, None, None, config)
-    try:
-        asyncio.run(run_stages(session, STAGES.order(), show_progress=False))
-    finally:
-        session.close()
+    run_stage(out, STAGES.order(), config=config)
 
 
 def test_a_type_registered_in_a_test_flows_through_qa_distractors_filter_stats_and_validate(tmp_path, first_mention):

@@ -3,13 +3,13 @@ model-free check that an item's evidence spans both kinds of trace, and the filt
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 from pathlib import Path
 
+from kit import run_stage
+
 from synth.core.jsonl import read_records
-from synth.pipeline.session import open_session, run_stages
 from synth.quality import rules
 from synth.quality.validate import validate_dataset
 from synth.records import FILES, Evidence, Trace
@@ -54,11 +54,7 @@ def test_a_pair_is_an_events_first_spoken_trace_and_the_written_one_that_adds_mo
 def run(out: Path, stages: list[str]) -> None:
     config = out.parent / "w.toml"
     config.write_text('sources = ["written", "group_chat", "lifelog"]\n[qa]\ntypes = ["written_spoken"]\n')
-    session = open_session(out, [ROOT / "personas"], [PID], "tiny", "fake", None, None, None, None, None, config)
-    try:
-        asyncio.run(run_stages(session, stages, show_progress=False))
-    finally:
-        session.close()
+    run_stage(out, stages, config=config)
 
 
 def test_a_run_asks_written_spoken_items_whose_traces_span_both_and_the_checks_catch_one_that_does_not(tmp_path):
