@@ -7,30 +7,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from synth.cli.options import (  # noqa: F401
-    BaseUrl,
-    Batch,
-    BudgetUsd,
-    Concurrency,
-    ConfigFile,
-    DryRun,
-    Force,
-    Languages,
-    MaxTokens,
-    Model,
+from synth.cli.options import (
     Out,
     PersonaId,
-    Personas,
     Preset,
-    Provider,
     Seed,
-    _languages,
     _out,
-    _personas,
-    _preset,
     app,
     err_console,
-    first_error,
     guarded,
     out_console,
     prompts_app,

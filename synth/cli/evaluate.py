@@ -7,33 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from synth.cli.options import (  # noqa: F401
+from synth.cli.options import (
     BaseUrl,
-    Batch,
-    BudgetUsd,
     Concurrency,
-    ConfigFile,
-    DryRun,
-    Force,
-    Languages,
-    MaxTokens,
-    Model,
-    Out,
-    PersonaId,
-    Personas,
-    Preset,
-    Provider,
-    Seed,
-    _languages,
-    _out,
-    _personas,
-    _preset,
     app,
-    err_console,
-    first_error,
     guarded,
     out_console,
-    prompts_app,
 )
 from synth.config import conf
 

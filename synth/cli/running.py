@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from synth.cli.options import (  # noqa: F401
+from synth.cli.options import (
     BaseUrl,
     Batch,
     BudgetUsd,
@@ -31,10 +31,8 @@ from synth.cli.options import (  # noqa: F401
     _preset,
     app,
     err_console,
-    first_error,
     guarded,
     out_console,
-    prompts_app,
 )
 from synth.config import conf
 

@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import jsonlines
 from pydantic import BaseModel, ValidationError
@@ -106,17 +106,15 @@ def dump(record: BaseModel | dict) -> dict:
     return record.model_dump(mode="json") if isinstance(record, BaseModel) else record
 
 
-def write_atomic(path: Path, records: Iterable[BaseModel | dict]) -> int:
-    """Write all records to a temporary file beside `path`, fsync, then rename over it: readers never see half."""
+@contextmanager
+def atomic_file(path: Path) -> Iterator[TextIO]:
+    """A text file written beside `path`, fsynced, then renamed over it: readers never see half of it, and an
+    error leaves the old file as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    count = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            writer = jsonlines.Writer(handle, compact=True, dumps=lambda o: json.dumps(o, ensure_ascii=False))
-            for record in records:
-                writer.write(dump(record))
-                count += 1
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
@@ -124,23 +122,23 @@ def write_atomic(path: Path, records: Iterable[BaseModel | dict]) -> int:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_atomic(path: Path, records: Iterable[BaseModel | dict]) -> int:
+    """Write all records to a temporary file beside `path`, fsync, then rename over it: readers never see half."""
+    count = 0
+    with atomic_file(path) as handle:
+        writer = jsonlines.Writer(handle, compact=True, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+        for record in records:
+            writer.write(dump(record))
+            count += 1
     return count
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, ensure_ascii=False, indent=2, default=str)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as handle:
+        json.dump(data, handle, ensure_ascii=False, indent=2, default=str)
+        handle.write("\n")
 
 
 class Journal:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import random
+from collections.abc import Iterable
 
 from pydantic import BaseModel
 
@@ -201,3 +202,13 @@ def newcomers(draft: BaseModel, owner_id: str, phase: Phase, day: dt.date, known
                               relation=item.relation.strip(), description=item.description.strip(),
                               origin="introduced", first_phase_id=phase.id, first_date=day, first_event_id=event_id))
     return out
+
+
+def first_seen(traces: Iterable[Trace]) -> dict[str, dt.datetime]:
+    """Evidence id → when the first trace carrying it appeared."""
+    seen: dict[str, dt.datetime] = {}
+    for trace in traces:
+        for evidence_id in trace.evidence_ids:
+            if evidence_id not in seen or trace.time < seen[evidence_id]:
+                seen[evidence_id] = trace.time
+    return seen

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Iterable
 from functools import partial
 
 from pydantic import BaseModel
@@ -14,7 +13,7 @@ from synth.core.jsonl import write_json_atomic
 from synth.engine.stage import Records, Stage, StageContext
 from synth.quality.validity import answerable
 from synth.records import MCQ, REVIEW_FILE, Evidence, Trace
-from synth.stages.common import RelatedTraces, trace_excerpts
+from synth.stages.common import RelatedTraces, first_seen, trace_excerpts
 from synth.stages.filter.checks import (  # noqa: F401  (re-exported: tests and review import them from here)
     centrality_problem,
     cross_type_duplicates,
@@ -75,16 +74,6 @@ def __getattr__(name: str) -> tuple[str, ...]:
     if name == "FILTERS":  # the filters' names in order, computed on use: a type registered after import adds its rule
         return filter_names()
     raise AttributeError(name)
-
-
-def first_seen(traces: Iterable[Trace]) -> dict[str, dt.datetime]:
-    """Evidence id → when the first trace carrying it appeared."""
-    seen: dict[str, dt.datetime] = {}
-    for trace in traces:
-        for evidence_id in trace.evidence_ids:
-            if evidence_id not in seen or trace.time < seen[evidence_id]:
-                seen[evidence_id] = trace.time
-    return seen
 
 
 def shown_evidence(item: MCQ, seen: dict[str, dt.datetime], evidence: list[Evidence], limit: int) -> list[dict]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from synth.engine.stage import StageContext
 from synth.records import CANNOT_DETERMINE, CHOICE_IDS, QA, Choice, OptionSeed, RefinementRound
-from synth.stages.common import answer_tokens
+from synth.stages.common import answer_tokens, first_seen
 from synth.stages.options import render, seeds
 
 __all__ = ["Seeder", "SeedState", "arrange_seeded", "render", "render_feedback", "ruled_in", "seeds"]
@@ -57,7 +57,7 @@ class Seeder:
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
         self.evidence = ctx.evidence
-        self.seen = seeds.first_seen(ctx.traces)
+        self.seen = first_seen(ctx.traces)
         self.events = {e.id: e for e in ctx.events}
         self.traces = ctx.traces_by_id
 

@@ -183,11 +183,3 @@ def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], event
     return key, group(chosen, size, DISTRACTORS)
 
 
-def first_seen(traces: Iterable) -> dict[str, dt.datetime]:
-    """Evidence id → when the first trace carrying it appeared."""
-    seen: dict[str, dt.datetime] = {}
-    for trace in traces:
-        for evidence_id in trace.evidence_ids:
-            if evidence_id not in seen or trace.time < seen[evidence_id]:
-                seen[evidence_id] = trace.time
-    return seen
