@@ -5,6 +5,7 @@ length rules for one text, a count rule that cannot be met, the future shown to 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 
@@ -222,3 +223,28 @@ def test_the_reference_answer_has_no_cap_and_abstention_is_not_in_the_persona_vo
         if question_type == "unanswerable":
             assert "不用" in body and "第三人称" in body
     assert "maxLength" not in json.dumps(qa_stage.write_model(120).model_json_schema()["properties"]["answer"])
+
+
+# ------------------------------------------------------------------------------------------ excerpts (point 11)
+
+def test_an_excerpt_keeps_the_passage_that_carries_the_evidence_not_the_opening():
+    from synth.config.conf import recorded_section
+    from synth.config.settings import PromptsSettings
+    from synth.records import Trace
+    from synth.stages.common import trace_excerpts
+
+    filler = "I woke early and the bus was late again. " * 12
+    key = "I told Xiaomei I have not touched a drop of yellow wine on weekdays since March."
+    trace = Trace(id="t1", persona_id="p", event_id="e", evidence_ids=["v"], medium="diary", intent="i", audience="a",
+                  time=dt.datetime(2022, 3, 5, 21), content=filler + key + " " + filler)
+    prompts = PromptsSettings(**{**recorded_section({}, "prompts"), "trace_chars": 200})
+    [shown] = trace_excerpts(["t1"], {"t1": trace}, prompts, ["not a drop of yellow wine on weekdays"])
+    assert key in shown["content"] and len(shown["content"]) <= 202 and shown["content"].startswith("…")
+    [opening] = trace_excerpts(["t1"], {"t1": trace}, prompts)  # no statements: the opening, as before
+    assert key not in opening["content"] and opening["content"].startswith("I woke early")
+    zh = Trace(id="t2", persona_id="p", event_id="e", evidence_ids=["v"], medium="diary", intent="i", audience="a",
+               time=trace.time,
+               content="早上去菜场买菜。" * 20 + "工作日一滴黄酒不碰，这是我答应老婆的。" + "晚上看电视。" * 20)
+    [cut] = trace_excerpts(["t2"], {"t2": zh}, PromptsSettings(**{**recorded_section({}, "prompts"), "trace_chars": 40}),
+                           ["工作日一滴黄酒不碰"])
+    assert "工作日一滴黄酒不碰" in cut["content"]

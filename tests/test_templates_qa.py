@@ -31,7 +31,7 @@ def variables(template: str, persona: Persona, arcs: list[LifeArc], language: st
     common = {"persona": persona, "arcs": arcs, "question_type": question_type}
     return {
         "qa_plan.j2": {**common, "arc": arcs[0], "window_start": "2022-01-01", "window_end": "2022-03-01",
-                       "evidence": evidence, "max_delay_days": 23, "hours": (7, 22), "planned": []},
+                       "evidence": evidence, "max_delay_days": 23, "hours": (7, 22), "planned": [], "settled": []},
         "qa_write.j2": {**common, "arc": arcs[0], "window_start": "2022-01-01", "window_end": "2022-03-01",
                         "evidence": evidence, "traces": traces, "temporal_scope": "SCOPE", "outline": "OUTLINE",
                         "absent_topic": "ABSENT-TOPIC", "question_time": "2022-02-03T19:00",
@@ -174,3 +174,40 @@ def test_the_question_writer_is_shown_the_premise_and_date_rules(people, languag
         assert "premise" in task and "no year, month or weekday" in task
     else:
         assert "前提" in task and "星期几" in task
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_unanswerable_plan_is_shown_what_the_life_settled_and_told_to_avoid_it(people, language):
+    """A phase narrative or an event may settle a fact no trace carries (a son's rank that rose): the unanswerable
+    planner sees the window's settled facts, so its absent topic is something the life never decided."""
+    persona, arcs = people
+    settled = ["2022-03-02 School report: the son's rank rose by more than ten places"]
+    values = {**variables("qa_plan.j2", persona, arcs, language, "unanswerable"), "settled": settled}
+    task = render("qa_plan.j2", language=language, **values)[1]["content"]
+    assert settled[0] in task
+    assert ("absent_topic 不能是其中任何一件事" if language == "zh" else "may not be any of these") in task
+    other = render("qa_plan.j2", language=language,
+                   **{**variables("qa_plan.j2", persona, arcs, language, "causal"), "settled": []})[1]["content"]
+    assert "rank rose" not in other
+
+
+def test_settled_facts_are_the_windows_phases_and_events_newest_first_and_bounded():
+    import datetime as dt
+
+    from synth.life.windows import Segment, Window
+    from synth.records import Event, Phase, Snapshot
+    from synth.stages.qa import DECIDED_LINES, settled_facts
+
+    still = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="work", arc_status={})
+    window = Window(index=0, start=dt.date(2022, 3, 1), end=dt.date(2022, 3, 31))
+    segment = Segment(arc_id="a", window=window, evidence=(), new_ids=frozenset())
+    events = [Event(id=f"e{d}", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, d, 9), title=f"day {d}",
+                    description="rank rose" if d == 20 else "d", location="", participant_ids=[]) for d in range(1, 31)]
+    outside = Event(id="late", persona_id="p", phase_id="ph", time=dt.datetime(2022, 5, 1, 9), title="later",
+                    description="after the window", location="", participant_ids=[])
+    phase = Phase(id="ph", persona_id="p", major_event_id="m", index=0, title="spring", description="exam season",
+                  start=dt.date(2022, 2, 20), end=dt.date(2022, 4, 10), snapshot_before=still, snapshot_after=still)
+    facts = settled_facts(segment, [phase], [*events, outside])
+    assert len(facts) == DECIDED_LINES and "after the window" not in " ".join(facts)
+    assert facts[0].startswith("2022-02-20–2022-04-10 spring")  # newest end first
+    assert any("rank rose" in f for f in facts)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import random
+import re
 from collections.abc import Iterable
 
 from pydantic import BaseModel
 
 from synth.config.settings import PromptsSettings, TracesSettings
 from synth.engine.stage import StageContext
+from synth.quality.label_check import key_units
 from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Trace, mint_id
 
 
@@ -124,10 +126,12 @@ def state_map(states: list[ArcState]) -> dict[str, int]:
     return {s.arc_id: s.anchor_index for s in states}
 
 
-def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: PromptsSettings) -> list[dict]:
+def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: PromptsSettings,
+                   about: list[str] | tuple[str, ...] = ()) -> list[dict]:
     """Every named trace as an excerpt: up to `max_prompt_traces` at `trace_chars` each; when more are needed, none is
     dropped — each is shortened so that the total stays within max_prompt_traces × trace_chars (a question whose
-    evidence spans many traces loses detail per trace, never the trace carrying its newest evidence)."""
+    evidence spans many traces loses detail per trace, never the trace carrying its newest evidence). A trace cut
+    short keeps the passage that carries the statements `about` (the item's evidence), not just its opening."""
     limit, chars = section.max_prompt_traces, section.trace_chars
     unique = list(dict.fromkeys(ids))
     if limit == 0 or not unique:
@@ -137,8 +141,34 @@ def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: PromptsSet
     for trace_id in unique:
         trace = traces[trace_id]
         out.append({"medium": trace.medium, "time": trace.time.isoformat(timespec="minutes"),
-                    "content": trace.content[:each]})
+                    "content": excerpt(trace.content, each, about)})
     return out
+
+
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*\s*|\n+")
+
+
+def excerpt(text: str, size: int, about: list[str] | tuple[str, ...] = ()) -> str:
+    """At most `size` characters of `text`: the whole text when it fits; else the window of whole sentences around
+    the sentence sharing the most words (Chinese: character bigrams) with the statements `about`, marked "…" where
+    it was cut. Without statements, or when none is found, the opening."""
+    if len(text) <= size:
+        return text
+    spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(text)] or [(0, len(text))]
+    wanted = set().union(*(key_units(s) for s in about)) if about else set()
+    scores = [len(key_units(text[a:b]) & wanted) for a, b in spans]
+    best = max(range(len(spans)), key=lambda i: (scores[i], -i)) if wanted and max(scores) > 0 else 0
+    lo, hi = spans[best]
+    left, right = best - 1, best + 1
+    while True:  # grow by whole sentences, after then before, while the window fits
+        if right < len(spans) and spans[right][1] - lo <= size:
+            hi, right = spans[right][1], right + 1
+        elif left >= 0 and hi - spans[left][0] <= size:
+            lo, left = spans[left][0], left - 1
+        else:
+            break
+    window = text[lo:hi][:size].strip()
+    return ("…" if lo > 0 else "") + window + ("…" if hi < len(text) else "")
 
 
 class RelatedTraces:

@@ -96,14 +96,16 @@ def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace]
     return {
         "question_type": item.question_type, "question": item.question,
         "question_time": item.question_time.isoformat(timespec="minutes"), "answer": item.answer,
-        "unanswerable": not answerable(item), "evidence": shown, "traces": trace_excerpts(ids, traces, prompts),
+        "unanswerable": not answerable(item), "evidence": shown,
+        "traces": trace_excerpts(ids, traces, prompts, [e.statement for e in item.evidence] or [item.question]),
     }
 
 
 def single_trace_variables(item: MCQ, trace_id: str, traces: dict[str, Trace], prompts: PromptsSettings) -> dict:
     """The single-trace test sees the question, the options and ONE of the needed traces."""
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
-            "choices": [c.model_dump() for c in item.choices], "traces": trace_excerpts([trace_id], traces, prompts)}
+            "choices": [c.model_dump() for c in item.choices],
+            "traces": trace_excerpts([trace_id], traces, prompts, [e.statement for e in item.evidence])}
 
 
 def single_trace_ids(item: MCQ, limit: int) -> list[str]:
@@ -145,7 +147,7 @@ def other_traces(item: MCQ, related: list[str], limit: int) -> list[str]:
 
 def unique_variables(item: MCQ, others: list[str], traces: dict[str, Trace], prompts: PromptsSettings) -> dict:
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
-            "answer": item.answer, "traces": trace_excerpts(others, traces, prompts)}
+            "answer": item.answer, "traces": trace_excerpts(others, traces, prompts, [item.question, item.answer])}
 
 
 def inference_variables(item: MCQ) -> dict:

@@ -163,14 +163,32 @@ def segment_variables(common: dict, arc: LifeArc, segment: Segment, question_typ
             "window_start": segment.window.start.isoformat(), "window_end": segment.window.end.isoformat()}
 
 
+DECIDED_LINES = 12  # an unanswerable planner sees at most this many settled facts of its window (bounded prompt)
+DECIDED_CHARS = 240
+
+
+def settled_facts(segment: Segment, phases: Sequence, events: Sequence) -> list[str]:
+    """What the simulated life settled during the segment's window — its phases' and events' own text — whether
+    or not a trace carries it: an unanswerable question must not ask about it (its options would be true of the
+    life and scored wrong). Newest first, bounded."""
+    lo, hi = segment.window.start, segment.window.end
+    lines = [(e.time.date(), f"{e.time.date().isoformat()} {e.title}: {e.description}") for e in events
+             if lo <= e.time.date() <= hi]
+    lines += [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
+              if p.start <= hi and p.end >= lo]
+    return [text[:DECIDED_CHARS] for _, text in sorted(lines, key=lambda x: x[0], reverse=True)[:DECIDED_LINES]]
+
+
 def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str,
-                   traces: dict[str, Trace], max_delay_days: int, planned: Sequence[dict] = ()) -> dict:
+                   traces: dict[str, Trace], max_delay_days: int, planned: Sequence[dict] = (),
+                   settled: Sequence[str] = ()) -> dict:
     """`planned`: the feasible plans of earlier types on this arc (`planned_outline`); the planner sees those that
     share evidence with this segment, so it picks other evidence or another angle instead of a twin item."""
     here = {e.evidence_id for e in segment.evidence}
     overlapping = [p for p in planned if here & set(p["evidence_ids"])]
     return {**segment_variables(common, arc, segment, question_type), "evidence": _entries(segment, None, traces),
-            "max_delay_days": max_delay_days, "hours": HOURS, "planned": overlapping}
+            "max_delay_days": max_delay_days, "hours": HOURS, "planned": overlapping,
+            "settled": list(settled) if question_type == "unanswerable" else []}
 
 
 def planned_outline(plan: Plan, segment: Segment) -> dict:
@@ -240,10 +258,12 @@ def ask_time(plan: Plan, segment: Segment, needed: dict[str, list[str]], traces:
 
 def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, needed: dict[str, list[str]],
                     asked: dt.datetime, traces: dict[str, Trace], prompts: PromptsSettings, max_answer_chars: int) -> dict:
+    evidence = _entries(segment, plan.evidence, traces)
     return {
         **segment_variables(common, arc, segment, plan.question_type),
-        "evidence": _entries(segment, plan.evidence, traces),
-        "traces": trace_excerpts(trace_ids_of(needed), traces, prompts),
+        "evidence": evidence,
+        # each trace cut around the passage that carries the chosen evidence, not from its start
+        "traces": trace_excerpts(trace_ids_of(needed), traces, prompts, [e["statement"] for e in evidence]),
         "temporal_scope": plan.temporal_scope, "outline": plan.outline, "absent_topic": plan.absent_topic,
         "question_time": asked.isoformat(timespec="minutes"), "max_answer_chars": max_answer_chars,
     }
@@ -298,8 +318,9 @@ class Planner:
 
     async def plan(self, question_type: str, segment: Segment, planned: Sequence[dict] = ()) -> Records:
         delay = self.section.max_question_delay_days
+        settled = settled_facts(segment, self.ctx.phases, self.ctx.events) if question_type == "unanswerable" else ()
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
-                                   delay, planned)
+                                   delay, planned, settled)
         answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay))
         return {"plans": [build_plan(answer, question_type, segment)]}
 
