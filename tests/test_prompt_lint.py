@@ -248,3 +248,25 @@ def test_an_excerpt_keeps_the_passage_that_carries_the_evidence_not_the_opening(
     [cut] = trace_excerpts(["t2"], {"t2": zh}, PromptsSettings(**{**recorded_section({}, "prompts"), "trace_chars": 40}),
                            ["工作日一滴黄酒不碰"])
     assert "工作日一滴黄酒不碰" in cut["content"]
+
+
+# ------------------------------------------------------------------------------------------ hints fit the audience
+
+def test_a_rest_day_errand_without_colleagues_gets_no_work_chat_hint():
+    from synth.records import Event
+    from synth.stages.common import hint_weights, work_moment
+
+    weights = {"work_chat": 50.0, "wechat_chat": 1.0, "diary": 1.0}
+    sunday = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 1, 9, 10), title="errand",
+                   description="buying medicine for Dad", location="", participant_ids=["r1"])
+    people = {"r1": "father", "r2": "colleague at the bank"}
+    words = ["colleague", "同事"]
+    assert not work_moment(sunday, people, words)
+    assert "work_chat" not in hint_weights(weights, frozenset(), False, work_moment(sunday, people, words))
+    with_colleague = sunday.model_copy(update={"participant_ids": ["r1", "r2"]})
+    monday = sunday.model_copy(update={"time": dt.datetime(2022, 1, 10, 10)})
+    assert work_moment(with_colleague, people, words) and work_moment(monday, people, words)
+    assert "work_chat" in hint_weights(weights, frozenset(), False, True)
+    # privacy and audience together; when nothing else is left, the whole mix
+    assert hint_weights({"work_chat": 1.0}, frozenset(), False, False) == {"work_chat": 1.0}
+    assert set(hint_weights(weights, frozenset({"wechat_chat"}), True, False)) == {"diary"}

@@ -211,3 +211,17 @@ def test_settled_facts_are_the_windows_phases_and_events_newest_first_and_bounde
     assert len(facts) == DECIDED_LINES and "after the window" not in " ".join(facts)
     assert facts[0].startswith("2022-02-20–2022-04-10 spring")  # newest end first
     assert any("rank rose" in f for f in facts)
+
+
+def test_a_plan_whose_outline_names_a_date_is_asked_again():
+    """Outlines carried dates no trace held ("3月5日"); the writer then had to avoid them. A dated outline is refused
+    with its reason (a re-ask), an undated one passes."""
+    from types import SimpleNamespace
+
+    from synth.stages.qa import undated_outline
+
+    for dated in ("She quit on 3月5日 after the review", "Ask about the talk on March 5 with her boss",
+                  "What changed after 2022-03-05"):
+        with pytest.raises(ValueError, match="outline: names"):
+            undated_outline(SimpleNamespace(outline=dated))
+    undated_outline(SimpleNamespace(outline="What made her quit after the review, and how she told her boss"))

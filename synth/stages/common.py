@@ -64,12 +64,27 @@ def medium_band(section: TracesSettings, medium: str, language: str) -> tuple[in
     return low, high
 
 
-def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], private: bool) -> dict[str, float]:
+WORK_MEDIA = frozenset({"work_chat"})  # media whose audience is colleagues
+
+
+def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], private: bool,
+                 work: bool = True) -> dict[str, float]:
     """The media a planner's hint may name: none that the evidence's privacy rules out — with private evidence,
-    no public medium (the mix itself is unchanged; all of it, if nothing else is left)."""
-    if not private:
-        return dict(weights)
-    return {m: w for m, w in weights.items() if m not in public} or dict(weights)
+    no public medium — and none whose audience does not fit the moment: no work chat for a rest-day event without a
+    colleague (`work` false). The mix itself is unchanged; all of it, if nothing else is left."""
+    fitting = {m: w for m, w in weights.items() if work or m not in WORK_MEDIA}
+    if private:
+        fitting = {m: w for m, w in fitting.items() if m not in public}
+    return fitting or dict(weights)
+
+
+def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str, ...]) -> bool:
+    """A moment colleagues belong to: a weekday, or an event with someone whose relation is a work one
+    (`people`: person id → relation; `work_words` as the chats stage reads them)."""
+    if event.time.weekday() < 5:
+        return True
+    relations = [people.get(pid, "").lower() for pid in event.participant_ids]
+    return any(word.lower() in relation for relation in relations for word in work_words)
 
 
 def suggest_media(key: str, count: int, weights: dict[str, float]) -> list[str]:

@@ -18,7 +18,15 @@ from synth.life import relations
 from synth.life.spoken import SPOKEN_FILES, spoken_traces
 from synth.quality.privacy import LeakRule, PrivacyIndex
 from synth.records import Event, Evidence, Persona, Trace, mint_id
-from synth.stages.common import answer_tokens, arc_views, hint_weights, media_weights, medium_band, suggest_media  # noqa: F401  (re-exported)
+from synth.stages.common import (  # noqa: F401  (re-exported)
+    answer_tokens,
+    arc_views,
+    hint_weights,
+    media_weights,
+    medium_band,
+    suggest_media,
+    work_moment,
+)
 from synth.stages.trace_context import (  # noqa: F401  (re-exported)
     MomentContext,
     arcs_so_far,
@@ -133,13 +141,14 @@ def max_delay_hours(event: Event, persona: Persona, limit: int) -> int:
 # ------------------------------------------------------------------- per task: prompt variables in, record out
 
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
-                   max_delay: int, public: frozenset[str] = frozenset()) -> dict:
+                   max_delay: int, public: frozenset[str] = frozenset(), work: bool = True) -> dict:
     """The planner sees the persona's media with the mix as a target (percent), which of them are public, and a
     seeded hint; it chooses each medium from the evidence's privacy (marked) and the person's habits. `problems`
     (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`)."""
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
-            "suggested": suggest_media(event.id, count, hint_weights(weights, public, any(e.private for e in evidence))),
+            "suggested": suggest_media(event.id, count,
+                                       hint_weights(weights, public, any(e.private for e in evidence), work)),
             "public": sorted(public & set(weights)),
             "problems": []}
 
@@ -190,6 +199,7 @@ class TraceWriter:
         self.weights = media_weights(section, ctx.language)
         self.media = tuple(sorted(self.weights))
         self.moment = MomentContext(ctx)  # the registry, holidays and stretch each event's prompts show
+        self.relations = {p.id: p.relation for p in ctx.people}  # whether a work medium fits a moment's audience
         self.written: list[Trace] = []  # traces of earlier waves: the voice reference
         self.voice = (section.voice_examples, section.voice_chars)
         self.delay_limit = section.max_delay_hours
@@ -225,8 +235,9 @@ class TraceWriter:
         back to the planner with the problems (at most `privacy_repairs` times), then code re-routes what is left
         (`route_private`). Returns the plans, (plan index, medium, evidence) per trace to write, and how privacy
         was repaired ("" if never)."""
+        work = work_moment(event, self.relations, self.ctx.settings.chats.work_words)
         variables = plan_variables(context, event, evidence, self.count, self.weights, max_delay,
-                                   self.rule.public_media)
+                                   self.rule.public_media, work)
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)

@@ -23,7 +23,7 @@ from synth.life.windows import (
     observable_evidence,
     trajectory_segments,
 )
-from synth.quality.rules import strip_timestamps
+from synth.quality.rules import explicit_date, strip_timestamps
 from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
 
@@ -191,6 +191,16 @@ def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: 
             "settled": list(settled) if question_type == "unanswerable" else []}
 
 
+def undated_outline(answer) -> None:
+    """The plan's outline keeps to the evidence, which the writer must turn into a question without dates: a date
+    in the outline (\"3月5日\", \"on March 5\") is a detail no trace may hold and the question may not carry.
+    Raised as a re-ask with the reason."""
+    found = explicit_date(getattr(answer, "outline", "") or "")
+    if found:
+        raise ValueError(f"outline: names {found}; describe the question and answer without dates, keeping to what "
+                         "the selected evidence states")
+
+
 def planned_outline(plan: Plan, segment: Segment) -> dict:
     """A feasible plan as later planners of the same arc see it: its type, outline and evidence statements."""
     chosen = [segment.evidence[i - 1] for i in plan.evidence]
@@ -321,7 +331,8 @@ class Planner:
         settled = settled_facts(segment, self.ctx.phases, self.ctx.events) if question_type == "unanswerable" else ()
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
                                    delay, planned, settled)
-        answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay))
+        answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay),
+                                    check=undated_outline)
         return {"plans": [build_plan(answer, question_type, segment)]}
 
     async def write(self, plan: Plan, segment: Segment) -> Records:
