@@ -44,8 +44,6 @@ FIELD_NAMES = {
     "implicit", "CORRECT", "WRONG",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
-# An id the model answers with may be shown right after its native label, in parentheses: 日记（diary）.
-BESIDE_LABEL = re.compile(r"[\u4e00-\u9fff]（([A-Za-z_]+)）")
 # Templates that take no language: the provider-level JSON-schema hint (a schema, not prose for the persona).
 LANGUAGE_FREE = {"llm_json_format.j2"}
 
@@ -273,5 +271,4 @@ def renders(name: str, joined: bool = True) -> list:
 
 def leftovers(text: str) -> set[str]:
     names = {PERSONA["name"], *(r["name"] for r in PERSONA["relations"])}
-    beside = set(BESIDE_LABEL.findall(text))
-    return {w for w in WORD.findall(text) if w not in FIELD_NAMES and w not in beside and w not in names}
+    return {w for w in WORD.findall(text) if w not in FIELD_NAMES and w not in names}

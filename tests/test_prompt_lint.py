@@ -270,3 +270,18 @@ def test_a_rest_day_errand_without_colleagues_gets_no_work_chat_hint():
     # privacy and audience together; when nothing else is left, the whole mix
     assert hint_weights({"work_chat": 1.0}, frozenset(), False, False) == {"work_chat": 1.0}
     assert set(hint_weights(weights, frozenset({"wechat_chat"}), True, False)) == {"diary"}
+
+
+def test_the_tree_memory_schemas_offer_native_labels_in_chinese_and_map_back():
+    """synth eval's tree prompts no longer show codes beside labels (条件触发（condition_trigger）): the zh schema offers
+    the labels, and an answer in labels comes back as the codes."""
+    from synth.config.shown_schema import decode_answer, native_schema
+    from synth.eval.tree import MidOut, RouteOut, ValidateOut
+
+    for model, code, label in ((RouteOut, "leaf", "事件层"), (MidOut, "condition_trigger", "条件触发"),
+                               (ValidateOut, "weak_conflict", "弱冲突")):
+        shown, decode = native_schema(model.model_json_schema(), "zh")
+        text = json.dumps(shown, ensure_ascii=False)
+        assert label in text and code not in text
+        field = next(name for name, f in model.model_fields.items() if "Literal" in str(f.annotation))
+        assert decode_answer({field: label}, decode) == {field: code}

@@ -13,7 +13,6 @@ import pytest
 from template_cases_zh import (  # noqa: F401
     ARC_RECORDS,
     ARCS,
-    BESIDE_LABEL,
     CHAT_DAY,
     CHOICES,
     DETAILED,
@@ -66,10 +65,11 @@ def test_a_chinese_prompt_has_no_english_leftovers(name):
 
 
 def test_the_check_catches_what_it_is_for():
-    # The detector itself: a raw id, an English gloss and a doubled stop are caught; an id beside its label is not.
+    # The detector itself: a raw id, an English gloss, and an id beside its label are caught (the answer schema
+    # offers native labels; the client maps them back to the ids).
     assert leftovers("题型：trajectory") == {"trajectory"}
     assert leftovers("标准记忆（ground-truth memory）") == {"ground", "truth", "memory"}
-    assert leftovers("可选：日记（diary）、邮件（email）；medium 填括号里的名称") == set()
+    assert leftovers("可选：日记（diary）、邮件（email）") == {"diary", "email"}
     assert sentence("销售总监。", "zh") == "销售总监。" and sentence("销售总监", "zh") == "销售总监。"
 
 
