@@ -178,8 +178,9 @@ def test_voice_waves_and_reference_read_only_earlier_traces():
     start = dt.date(2022, 1, 1)
     event = lambda eid, day: Event(id=eid, persona_id="p", phase_id="ph", time=dt.datetime(2022, 1, 1 + day, 9),  # noqa: E731
                                    title="t", description="d", location="l", participant_ids=[])
-    waves = traces_stage.voice_waves([event("c", 20), event("a", 0), event("b", 6)], start, 7)
-    assert [[e.id for e in w] for w in waves] == [["a", "b"], ["c"]]
+    from synth.stages.trace_voice import wave_index
+
+    assert wave_index([event("c", 20), event("a", 0), event("b", 6)], start, 7) == {"a": 0, "b": 0, "c": 2}
     trace = lambda tid, day, medium: Trace(id=tid, persona_id="p", event_id="e", evidence_ids=[], medium=medium,  # noqa: E731
                                            time=dt.datetime(2022, 1, 1 + day, 9), intent="i", audience="a",
                                            content=f"text {tid} " * 20)

@@ -34,6 +34,7 @@ from synth.stages.trace_context import (  # noqa: F401  (re-exported)
     reached_states,
     snapshot_history,
 )
+from synth.stages.trace_voice import Planned, VoiceBoard
 
 
 @lru_cache(maxsize=None)
@@ -200,7 +201,7 @@ class TraceWriter:
         self.media = tuple(sorted(self.weights))
         self.moment = MomentContext(ctx)  # the registry, holidays and stretch each event's prompts show
         self.relations = {p.id: p.relation for p in ctx.people}  # whether a work medium fits a moment's audience
-        self.written: list[Trace] = []  # traces of earlier waves: the voice reference
+        self.board: VoiceBoard | None = None  # who reads whose voice (set by write_traces)
         self.voice = (section.voice_examples, section.voice_chars)
         self.delay_limit = section.max_delay_hours
         self.persona_view = self.persona.model_dump(mode="json")
@@ -223,6 +224,10 @@ class TraceWriter:
         context = event_context(self.persona_view, arcs, snapshot_history(self.phases, at), event,
                                 self.moment.extra(event, self.phases[at], evidence, max_delay))
         plans, routed, how = await self.plan(context, event, evidence, max_delay)
+        if self.board is not None:
+            self.board.plan(event.id, [Planned(mint_id(event.id, "trace", k), medium,
+                                               trace_time(event, plans[k].delay_hours, max_delay))
+                                       for k, medium, _ in routed])
         texts = await asyncio.gather(*(
             self.write(context, event, plans[k], medium, [evidence[i - 1] for i in indices], k, max_delay)
             for k, medium, indices in routed
@@ -260,7 +265,8 @@ class TraceWriter:
         again with those statements named as hidden, at most `privacy_repairs` times — what is left is kept and
         reported by `synth validate` and `synth stats`."""
         time = trace_time(event, plan.delay_hours, max_delay)
-        voice = voice_reference(self.written, medium, time, *self.voice)
+        read = await self.board.reference(event.id, medium, time) if self.board is not None else []
+        voice = voice_reference(read, medium, time, *self.voice)
         words = medium_band(self.ctx.section, medium, self.ctx.language)
         variables = write_variables(context, plan, carried, time, words, voice, medium)
         tokens = answer_tokens(self.ctx, 3 * words[1] + 200)
@@ -275,8 +281,11 @@ class TraceWriter:
                 break
             rewrites += 1
             variables = {**variables, "hidden": [self.privacy.evidence[i].statement for i in leaks or flagged]}
-        return trace.model_copy(update={"privacy_rewrites": rewrites, "privacy_flagged": flagged,
+        done = trace.model_copy(update={"privacy_rewrites": rewrites, "privacy_flagged": flagged,
                                         "privacy_judged": self.judges(trace)})
+        if self.board is not None:
+            self.board.wrote(done)
+        return done
 
     def judges(self, trace: Trace) -> bool:
         return (self.privacy_judge and trace.medium in self.rule.public_media
@@ -302,15 +311,6 @@ def has_content(answer: TraceText) -> None:
     it. The schema's minLength binds a grammar; this refuses text that is only whitespace."""
     if not answer.content.strip():
         raise ValueError("content: empty — write the trace itself")
-
-
-def voice_waves(events: list[Event], start: dt.date, wave_days: int) -> list[list[Event]]:
-    """Events grouped into consecutive stretches of `wave_days` (time order): the traces of one wave are written
-    concurrently, after every earlier wave, so a writer can read the person's earlier traces (its voice)."""
-    waves: dict[int, list[Event]] = {}
-    for event in sorted(events, key=lambda e: (e.time, e.id)):
-        waves.setdefault((event.time.date() - start).days // max(1, wave_days), []).append(event)
-    return [waves[k] for k in sorted(waves)]
 
 
 def voice_reference(written: list[Trace], medium: str, before: dt.datetime, count: int, chars: int) -> list[dict]:
@@ -343,15 +343,29 @@ async def run(ctx: StageContext) -> None:
 
 
 async def write_traces(ctx: StageContext) -> None:
+    """Every event's traces at once: a trace waits only for the earlier traces its voice reference reads
+    (synth.stages.trace_voice), not for a whole earlier wave."""
     writer = TraceWriter(ctx)
     section: TracesSettings = ctx.section
-    if section.voice_examples <= 0:
-        await ctx.units([(event.id, partial(writer.event, event)) for event in ctx.events])
-        return
-    for wave in voice_waves(ctx.events, ctx.persona.start, section.voice_wave_days):
-        await ctx.units([(event.id, partial(writer.event, event)) for event in wave])
-        for event in wave:
-            writer.written += ctx.done_records(event.id, "traces.jsonl", Trace) or []
+    if section.voice_examples > 0:
+        writer.board = VoiceBoard(ctx.events, ctx.persona.start, section.voice_wave_days, section.voice_examples)
+        for event in ctx.events:  # finished by an earlier, interrupted run: read from the journal
+            done = ctx.done_records(event.id, "traces.jsonl", Trace)
+            if done is not None:
+                writer.board.finished(event.id, done)
+    await ctx.units([(event.id, partial(settled, writer, event)) for event in ctx.events])
+
+
+async def settled(writer: TraceWriter, event: Event) -> Records:
+    """One event's unit; whatever happens to it, the traces waiting on it are released."""
+    written: list[Trace] = []
+    try:
+        records = await writer.event(event)
+        written = records["traces.jsonl"]
+        return records
+    finally:
+        if writer.board is not None:
+            writer.board.finished(event.id, written)
 
 
 async def _as_traces(traces: list[Trace]) -> Records:
