@@ -150,7 +150,7 @@ def stage_depths(persona: Path) -> dict[str, int]:
         elif stage == "qa":
             depths[stage] = qa_chain(persona)
         elif stage == "traces":
-            depths[stage] = 2 * trace_waves(persona)
+            depths[stage] = trace_chain(persona)
         elif stage == "chats":
             depths[stage] = chats_chain(persona)
         elif stage == "lifelog":
@@ -179,18 +179,32 @@ def qa_chain(persona: Path) -> int:
     return len(types) + 1 if types else FIXED_DEPTH["qa"]
 
 
-def trace_waves(persona: Path) -> int:
-    """The traces stage writes in waves of `voice_wave_days` (plan → write inside a wave, each wave after the
-    earlier ones, so they can be its voice reference); one wave when no voice examples are asked for."""
+def trace_chain(persona: Path) -> int:
+    """The traces stage's real dependent chain, read off its records: every event plans at once (a re-plan when
+    its privacy needed one); a trace then waits for every earlier wave's plans and for the traces its voice
+    reference reads (the latest `voice_examples` of its medium in an earlier wave: synth.stages.trace_voice), and
+    writes — each privacy round a write, plus the judge's call when it judged the trace."""
     config = json.loads((persona.parent / "dataset.json").read_text(encoding="utf-8")).get("config", {})
     section = config.get("traces", {})
-    if not section.get("voice_examples"):
-        return 1
+    count, days = int(section.get("voice_examples", 0)), max(1, int(section.get("voice_wave_days", 30)))
     start = dt.date.fromisoformat(read_jsonl(persona / "persona.jsonl")[0]["start"])
-    days = max(1, int(section.get("voice_wave_days", 30)))
-    asked = {v["event_id"] for v in read_jsonl(persona / "evidence.jsonl")}  # an event without evidence asks nothing
-    return max(1, len({(dt.date.fromisoformat(e["time"][:10]) - start).days // days
-                       for e in read_jsonl(persona / "events.jsonl") if e["id"] in asked}))
+    events = {e["id"]: e for e in read_jsonl(persona / "events.jsonl")}
+    written = [t for t in read_jsonl(persona / "traces.jsonl") if t["event_id"] in events and t.get("intent")]
+    if not written:
+        return 0
+    wave = {eid: (dt.date.fromisoformat(e["time"][:10]) - start).days // days for eid, e in events.items()}
+    plan = {t["event_id"]: 1 + (t.get("privacy_plan") == "replanned") for t in written}
+    planned_by = {w: max((d for eid, d in plan.items() if wave[eid] < w), default=0) for w in set(wave.values())}
+    finish: dict[str, int] = {}
+    for trace in sorted(written, key=lambda t: (wave[t["event_id"]], t["time"], t["id"])):
+        w = wave[trace["event_id"]]
+        earlier = sorted((t for t in written if wave[t["event_id"]] < w and t["medium"] == trace["medium"]
+                          and t["time"] < trace["time"]), key=lambda t: (t["time"], t["id"]))
+        read = earlier[len(earlier) - count:] if count > 0 else []
+        ready = max([plan[trace["event_id"]], planned_by[w], *(finish[t["id"]] for t in read)])
+        own = (1 + int(trace.get("privacy_rewrites", 0))) * (1 + bool(trace.get("privacy_judged")))
+        finish[trace["id"]] = ready + own
+    return max(finish.values())
 
 
 def chats_chain(persona: Path) -> int:
