@@ -117,3 +117,29 @@ def test_names_in_matches_whole_names_not_fragments():
     assert names_in(people, ["Tomorrow, maybe."]) == set(), "not a fragment of another word"
     assert names_in(people, ["Tom came."]) == {"b"}
     assert names_in(people, ["小明打来电话"]) == {"c"}
+
+
+def test_the_trace_writer_sees_this_phase_and_each_arcs_state_now_not_the_history_the_plan_already_used():
+    """The writer's plan fixed what the trace says; its prompt keeps the current phase and each arc's current
+    state, not the previous phase and every earlier state (the planner's prompt keeps them)."""
+    from synth.config.prompts import render
+
+    phase = {"title": "Spring crunch", "start": "2022-03-01", "end": "2022-04-30", "description": "long hours",
+             "snapshot_before": {"energy": 4, "stress": 7, "dominant_emotion": "tired", "focus": "work",
+                                 "arc_status": {}}}
+    previous = {**phase, "title": "Quiet winter", "start": "2022-01-01", "end": "2022-02-28"}
+    arcs = [{"id": "a1", "label": "Career", "dimension": "experience", "description": "d",
+             "anchor_states": [{"label": "EARLY-STATE", "description": "junior"},
+                               {"label": "NOW-STATE", "description": "lead", "trigger": "t", "cues": []}]}]
+    event = {"time": "2022-03-09T13:55:00", "location": "office", "title": "Review", "description": "the review"}
+    common = dict(language="en", event=event, phase=phase, previous_phase=previous, arcs=arcs, people=[],
+                  holidays=[], everyday=False, persona=persona().model_dump(mode="json"))
+    write = " ".join(m["content"] for m in render("traces_write.j2", **common, medium="diary", intent="i",
+                                                  audience="a", key_information="k", carried=[], time="2022-03-09T15:00",
+                                                  min_words=10, max_words=50, voice=[], hidden=[]))
+    assert "NOW-STATE" in write and "Spring crunch" in write
+    assert "EARLY-STATE" not in write and "Quiet winter" not in write
+    plan = " ".join(m["content"] for m in render("traces_plan.j2", **common, evidence=[], count=1, media=["diary"],
+                                                 targets={"diary": 100}, max_delay=24, suggested=["diary"],
+                                                 public=[], problems=[]))
+    assert "EARLY-STATE" in plan and "Quiet winter" in plan
