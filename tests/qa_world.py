@@ -210,7 +210,7 @@ def hand_qa(world: QAWorld, question_type: str = "causal") -> QA:
     unanswerable = question_type == "unanswerable"
     qa = QA(id=mint_id(PID, "qa", question_type), persona_id=PID, question_type=question_type,
             dimension="emotion", arc_id=first.arc_ids[0], question_time=dt.datetime(2022, 3, 1, 20),
-            question="Lin, what changed back then?",
+            question="Lin, which thing changed how you felt back then?",
             answer=CANNOT_DETERMINE["en"] if unanswerable else HAND_ANSWER,
             evidence=[] if unanswerable else [EvidenceRef(statement=first.statement, evidence_id=first.id,
                                                           digital_trace_ids=carrying)],

@@ -160,7 +160,7 @@ class ByRule:
         if request.task == "distractors_validate":
             picks_key = sum(r.task == "distractors_validate" for r in self.seen) <= self.key_picks
             return {"choice": key if picks_key else next(c for c in "ABCD" if c != key), "needs_memory": True,
-                    "reason": "READER-REASON: one answer sounds lived-in"}
+                    "reason": "READER-REASON: only one answer fits the premise and it is the longest"}
         other = next(c for c in "ABCD" if c != key)
         holds_too = self.also_true_once and sum(r.task == "distractors_verify" for r in self.seen) == 1
         return {"key_supported": True, "others_ruled_out": not holds_too, "question_favours_option": False,
@@ -198,7 +198,10 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
     assert sorted(placed) == list("ABCD") and placed[mcq.correct_choice_id].role == "key"
     assert all(not s.invented and s.evidence_ids for s in mcq.option_seeds)
     renders = prompts_of(provider, "distractors_render")
-    assert "READER-REASON" not in renders[0] and "READER-REASON" in renders[1]
+    # the reader's own words (which describe the option it picked: the key's content, when it was right) never
+    # reach the renderer; the kinds of cue it named do, as advice for all four
+    assert not any("READER-REASON" in r for r in renders)
+    assert "picked one by the question's premise" in renders[1] and "by its length or detail" in renders[1]
     for prompt in [*renders, *prompts_of(provider, "distractors_validate")]:
         # no mark of the true option: not the reference answer, not the reader's hit, no records
         assert ANSWER not in prompt and "picked the correct" not in prompt and "SECRET TRACE" not in prompt
@@ -267,3 +270,24 @@ def test_eval_asks_the_choice_only_of_mcq_valid_items_and_scores_free_text_only_
     mcq_only = question_metrics({**row, "formats": ["mcq"]})
     assert mcq_only["choice_accuracy"] == 1.0 and mcq_only["qa_consistency"] is None
     assert mcq_only["hallucination_rate"] is None and mcq_only["memory_recall"] == 1.0
+
+
+def test_a_reader_reason_reaches_the_renderer_as_kinds_of_cue_only():
+    from synth.records import RefinementRound
+    from synth.stages.options import reader_cues, render_feedback
+
+    reason = "Only C fits the premise: the client's general counsel asking about their warehouse leases"
+    verdict = RefinementRound(round=1, too_easy=True, reason=reason, validator_choice="C")
+    sent = render_feedback(verdict)
+    assert sent["reason"] == "" and "warehouse" not in str(sent) and "reader_premise" in sent["kinds"]
+    assert reader_cues("D is the longest and most detailed") == ["reader_length"]
+    assert reader_cues("只有这个选项符合前提") == ["reader_premise"]
+    assert reader_cues("no idea") == ["reader_other"]
+
+
+def test_a_seed_that_shares_nothing_with_the_question_is_left_for_a_counter_seed():
+    q = "What did their general counsel want to talk about at the Lakeshore pitch?"
+    fits = OptionSeed(role="distractor", statements=["At the Lakeshore pitch Mark asked about billing rates."])
+    misfit = OptionSeed(role="distractor", statements=["Lena missed the indemnity carve-out again."])
+    assert seeds.fitting([fits, misfit], q, "Daniel Okafor") == [fits]
+    assert seeds.fitting([misfit], "?", "Daniel Okafor") == [misfit], "a question with no content word keeps all"

@@ -10,7 +10,7 @@ from synth.records import CANNOT_DETERMINE, CHOICE_IDS, QA, Choice, OptionSeed, 
 from synth.stages.common import answer_tokens, first_seen
 from synth.stages.options import render, seeds
 
-__all__ = ["Seeder", "SeedState", "arrange_seeded", "render", "render_feedback", "ruled_in", "seeds"]
+__all__ = ["Seeder", "SeedState", "arrange_seeded", "reader_cues", "render", "render_feedback", "ruled_in", "seeds"]
 
 
 @dataclass
@@ -36,13 +36,32 @@ def arrange_seeded(rendered: list[tuple[OptionSeed, str]], position: int,
 
 def render_feedback(verdict: RefinementRound) -> dict:
     """What the renderer is told about a failed round, blind to the key: the give-away kinds (worded by the
-    template as advice for all four options), the no-context reader's reasons, whether the question's wording
-    favoured one option, whether an option strayed from its statements. Never which option was right, never
-    whether the reader's pick was."""
-    return {"round": verdict.round, "kinds": [k for k in verdict.guard.split(",") if k],
-            "reason": verdict.reason if not verdict.guard else "",
+    template as advice for all four options) — the model-free guard's, and the kinds of cue the no-context reader
+    named (`reader_cues`) — whether the question's wording favoured one option, whether an option strayed from its
+    statements. Never the reader's own words (they describe the option it picked, which is the key's content when
+    the pick was right), never which option was right, never whether the reader's pick was."""
+    kinds = [k for k in verdict.guard.split(",") if k]
+    if not verdict.guard and verdict.reason:
+        kinds += reader_cues(verdict.reason)
+    return {"round": verdict.round, "kinds": kinds, "reason": "",
             "favours": bool(verdict.question_favours),
             "unfaithful": verdict.key_supported is False}
+
+
+# The kinds of cue a no-context reader names, recognised in its reason (en and zh) and passed on as a kind only.
+_CUES = {
+    "reader_premise": ("premise", "fits the question", "does not fit", "doesn't fit", "only one", "only option",
+                       "前提", "不符合问题", "只有"),
+    "reader_length": ("longest", "longer", "length", "most detailed", "more detail", "最长", "更长", "更详细"),
+    "reader_names": ("name", "same people", "person", "人名", "同一个人"),
+    "reader_form": ("list", "record", "voice", "wording", "phrasing", "口吻", "措辞", "像记录"),
+    "reader_plausible": ("plausib", "realistic", "likely", "dramatic", "stronger", "合理", "更可能", "戏剧"),
+}
+
+
+def reader_cues(reason: str) -> list[str]:
+    text = reason.lower()
+    return [kind for kind, words in _CUES.items() if any(w in text for w in words)] or ["reader_other"]
 
 
 def ruled_in(verdict: RefinementRound, placed: list[OptionSeed]) -> list[OptionSeed]:
@@ -64,6 +83,10 @@ class Seeder:
     async def choose(self, qa: QA, state: SeedState) -> list[OptionSeed]:
         """The key's seed and three distractor seeds: real ones first, counter-seeds written for the rest."""
         key, real = seeds.select(qa, self.evidence, self.seen, self.events, state.excluded)
+        # a real seed that shares nothing with the question cannot answer it: the one option that fits the question's
+        # premise would be the key (a capable reader picks it without the records); a counter-seed written for the
+        # question takes its place
+        real = seeds.fitting(real, qa.question, self.ctx.persona.name)
         state.written = [s for s in state.written if not set(s.statements) & state.excluded]
         need = seeds.DISTRACTORS - len(real) - len(state.written)
         if need > 0:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from synth.llm.cache import content_hash
+from synth.quality.label_check import key_units
 from synth.records import QA, Event, Evidence, OptionSeed
 
 GROUP_MAX = 4  # a distractor seed holds as many statements as the key's, up to this many
@@ -183,3 +184,11 @@ def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], event
     return key, group(chosen, size, DISTRACTORS)
 
 
+def fitting(chosen: list[OptionSeed], question: str, persona_name: str = "") -> list[OptionSeed]:
+    """The distractor seeds that share at least one content word (Chinese: character bigram) with the question,
+    the person's own name aside: a seed about something the question does not touch cannot answer it as well as
+    the key. A question with no content word of its own keeps every seed."""
+    anchor = key_units(question) - key_units(persona_name)
+    if not anchor:
+        return chosen
+    return [seed for seed in chosen if anchor & key_units(" ".join(seed.statements))]
