@@ -143,3 +143,24 @@ def test_the_trace_writer_sees_this_phase_and_each_arcs_state_now_not_the_histor
                                                  targets={"diary": 100}, max_delay=24, suggested=["diary"],
                                                  public=[], problems=[]))
     assert "EARLY-STATE" in plan and "Quiet winter" in plan
+
+
+def test_the_trace_writer_sees_the_people_of_its_event_and_evidence_not_those_seen_lately():
+    """The plan chose what the trace says; the writer's prompt shows the event's participants and place and whom
+    the evidence names (the consistency rule), not the recent cast the planner sees."""
+    people, events = life()
+    late = events[-1]
+    old = people[3]
+    moment = context(people, events, days=60, budget=10**6)
+    evidence = evidence_of(late, f"{old.name.split()[0]} came along.")
+    phase = phase_at(late.time.date())
+    variables = traces.event_context(persona().model_dump(mode="json"), [], traces.snapshot_history([phase], 0),
+                                     late, moment.extra(late, phase, evidence, 12))
+    plan = traces.plan_variables(variables, late, evidence, 1, {"diary": 1.0}, 12)
+    planned = SimpleNamespace(medium="diary", intent="i", audience="a", key_information="k")
+    write = traces.write_variables(variables, planned, evidence, late.time, (10, 50), [], "diary")
+    plan_names = {p["name"] for p in plan["people"]}
+    write_names = {p["name"] for p in write["people"]}
+    assert {old.name, people[-1].name} <= write_names, "the evidence names one, the other takes part"
+    assert people[-2].name in plan_names and people[-2].name not in write_names, "seen lately: the planner's only"
+    assert len(write_names) == 2

@@ -53,14 +53,15 @@ class MomentContext:
         self.sightings = Sightings(self.people, ctx.events)
         self.days, self.budget = ctx.section.registry_days, ctx.section.registry_tokens
 
-    def registry(self, event: Event, evidence: list[Evidence]) -> list[dict]:
+    def registry(self, event: Event, evidence: list[Evidence], budget: int | None = None) -> list[dict]:
         """The entries met by the event's day that its prompts show: its participants and place, whom the event
-        or its evidence names, then those seen in the last days within the budget."""
+        or its evidence names, then those seen in the last days within the budget (`budget` 0: only the former)."""
         day = event.time.date()
         place = [p.id for p in self.people if p.kind == "place" and p.name.strip()
                  and p.name.strip().lower() in event.location.lower()]
         texts = [event.title, event.description, event.location, *(e.statement for e in evidence)]
-        shown = bounded_registry(self.people, day, self.days, self.budget, needed=[*event.participant_ids, *place],
+        limit = self.budget if budget is None else budget
+        shown = bounded_registry(self.people, day, self.days, limit, needed=[*event.participant_ids, *place],
                                  texts=texts, sightings=self.sightings)
         return [p.model_dump(mode="json") for p in shown]
 
@@ -69,5 +70,8 @@ class MomentContext:
         event is everyday life."""
         last = event.time + dt.timedelta(hours=max_delay)
         return {"people": self.registry(event, evidence),
+                # the writer's plan already chose what its trace says: it needs the people and places of the
+                # event and its evidence (the consistency rule), not those seen lately
+                "writer_people": self.registry(event, evidence, budget=0),
                 "everyday": self.kinds.get(phase.major_event_id) == "everyday",
                 "holidays": holidays_between(self.country, self.ctx.language, event.time, last)}

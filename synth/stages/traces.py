@@ -163,7 +163,8 @@ def write_variables(context: dict, plan: BaseModel, carried: list[Evidence], tim
     """What the writer sees: the plan without its `reasons` (a planner's meta-comment is not the person's voice),
     `voice`: the person's earlier traces of the same medium, if any, and `medium` when code re-routed the plan's.
     `hidden` (a rewrite): the private statements an earlier draft of this public trace gave away."""
-    return {**context, "medium": medium or plan.medium, "intent": plan.intent, "audience": plan.audience,
+    return {**context, "people": context.get("writer_people", context.get("people", [])),
+            "medium": medium or plan.medium, "intent": plan.intent, "audience": plan.audience,
             "key_information": plan.key_information, "carried": [e.model_dump(mode="json") for e in carried],
             "time": time.isoformat(timespec="minutes"), "min_words": words[0], "max_words": words[1],
             "voice": voice or [], "hidden": []}
