@@ -285,3 +285,14 @@ def test_the_tree_memory_schemas_offer_native_labels_in_chinese_and_map_back():
         assert label in text and code not in text
         field = next(name for name, f in model.model_fields.items() if "Literal" in str(f.annotation))
         assert decode_answer({field: label}, decode) == {field: code}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_count_of_one_and_an_equal_ended_range_read_as_one_number(language):
+    """Seen by a capable model: "Place exactly 1 major life events", "2-2 evidence statements"."""
+    majors = text("arcs_major_events.j2", language, count=1)
+    assert "exactly 1 " not in majors and "恰好 1 " not in majors
+    assert ("one major life event" in majors) if language == "en" else ("1 个重大人生事件" in majors)
+    events = text("events_generate.j2", language, min_evidence=2, max_evidence=2)
+    assert not re.search(r"(?<![\d-])(\d+)\s*[-–]\s*\1 (?:evidence|条)", events), "a range whose ends are equal"
+    assert ("has 2 evidence statements" in events) if language == "en" else ("要有 2 条" in events)
