@@ -23,9 +23,10 @@ from synth.life.windows import (
     observable_evidence,
     trajectory_segments,
 )
-from synth.quality.rules import explicit_date, strip_timestamps
+from synth.quality.rules import strip_timestamps
 from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
+from synth.stages.qa.plan_checks import DECIDED_LINES, settled_facts, undated_outline  # noqa: F401  (re-exported)
 
 HOURS = (7, 22)  # a friend asks between breakfast and bedtime
 
@@ -163,22 +164,6 @@ def segment_variables(common: dict, arc: LifeArc, segment: Segment, question_typ
             "window_start": segment.window.start.isoformat(), "window_end": segment.window.end.isoformat()}
 
 
-DECIDED_LINES = 12  # an unanswerable planner sees at most this many settled facts of its window (bounded prompt)
-DECIDED_CHARS = 240
-
-
-def settled_facts(segment: Segment, phases: Sequence, events: Sequence) -> list[str]:
-    """What the simulated life settled during the segment's window — its phases' and events' own text — whether
-    or not a trace carries it: an unanswerable question must not ask about it (its options would be true of the
-    life and scored wrong). Newest first, bounded."""
-    lo, hi = segment.window.start, segment.window.end
-    lines = [(e.time.date(), f"{e.time.date().isoformat()} {e.title}: {e.description}") for e in events
-             if lo <= e.time.date() <= hi]
-    lines += [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
-              if p.start <= hi and p.end >= lo]
-    return [text[:DECIDED_CHARS] for _, text in sorted(lines, key=lambda x: x[0], reverse=True)[:DECIDED_LINES]]
-
-
 def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str,
                    traces: dict[str, Trace], max_delay_days: int, planned: Sequence[dict] = (),
                    settled: Sequence[str] = ()) -> dict:
@@ -189,16 +174,6 @@ def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: 
     return {**segment_variables(common, arc, segment, question_type), "evidence": _entries(segment, None, traces),
             "max_delay_days": max_delay_days, "hours": HOURS, "planned": overlapping,
             "settled": list(settled) if question_type == "unanswerable" else []}
-
-
-def undated_outline(answer) -> None:
-    """The plan's outline keeps to the evidence, which the writer must turn into a question without dates: a date
-    in the outline (\"3月5日\", \"on March 5\") is a detail no trace may hold and the question may not carry.
-    Raised as a re-ask with the reason."""
-    found = explicit_date(getattr(answer, "outline", "") or "")
-    if found:
-        raise ValueError(f"outline: names {found}; describe the question and answer without dates, keeping to what "
-                         "the selected evidence states")
 
 
 def planned_outline(plan: Plan, segment: Segment) -> dict:

@@ -1,0 +1,34 @@
+"""What a QA plan is held to beyond its schema: the facts its window settled (an unanswerable question must not
+ask about them) and an outline that keeps to the evidence (no dates)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from synth.life.windows import Segment
+from synth.quality.rules import explicit_date
+
+DECIDED_LINES = 12  # an unanswerable planner sees at most this many settled facts of its window (bounded prompt)
+DECIDED_CHARS = 240
+
+
+def settled_facts(segment: Segment, phases: Sequence, events: Sequence) -> list[str]:
+    """What the simulated life settled during the segment's window — its phases' and events' own text — whether
+    or not a trace carries it: an unanswerable question must not ask about it (its options would be true of the
+    life and scored wrong). Newest first, bounded."""
+    lo, hi = segment.window.start, segment.window.end
+    lines = [(e.time.date(), f"{e.time.date().isoformat()} {e.title}: {e.description}") for e in events
+             if lo <= e.time.date() <= hi]
+    lines += [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
+              if p.start <= hi and p.end >= lo]
+    return [text[:DECIDED_CHARS] for _, text in sorted(lines, key=lambda x: x[0], reverse=True)[:DECIDED_LINES]]
+
+
+def undated_outline(answer) -> None:
+    """The plan's outline keeps to the evidence, which the writer must turn into a question without dates: a date
+    in the outline (\"3月5日\", \"on March 5\") is a detail no trace may hold and the question may not carry.
+    Raised as a re-ask with the reason."""
+    found = explicit_date(getattr(answer, "outline", "") or "")
+    if found:
+        raise ValueError(f"outline: names {found}; describe the question and answer without dates, keeping to what "
+                         "the selected evidence states")
