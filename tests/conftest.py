@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from clean_runs import ANTHROPIC_ENV, SEED, anthropic_args, openai_args, tiny
 from handmade import build_dataset
-from kit import PERSONAS, run_synth
+from kit import PERSONAS, invoke, run_synth
 
 from synth.testing.fake_server import FakeServer
 
@@ -50,3 +51,26 @@ def tiny_dataset(tmp_path_factory) -> Path:
 @pytest.fixture
 def handmade_dataset(tmp_path) -> Path:
     return build_dataset(tmp_path / "hand")
+
+
+# One clean `tiny` run per wire against a server of the shared seed: a faulty run must give the same dataset.
+@pytest.fixture(scope="module")
+def clean_server():
+    with FakeServer(seed=SEED) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def clean_openai(clean_server, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("clean-openai") / "data"
+    result = invoke(*tiny(out, *openai_args(clean_server)))
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def clean_anthropic(clean_server, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("clean-anthropic") / "data"
+    result = invoke(*tiny(out, *anthropic_args(clean_server)), env=ANTHROPIC_ENV)
+    assert result.exit_code == 0, result.output
+    return out

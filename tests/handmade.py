@@ -44,6 +44,10 @@ START, END = dt.date(2022, 1, 1), dt.date(2022, 2, 11)  # the tiny preset's 42-d
 LATE = dt.datetime(2022, 2, 10, 20, 59)  # trace_inputs' late event, a day before the end
 
 
+# Agreeable and unconscientious: her chat style sits at the ends of its scales (warmth 5, formality 1).
+TRAITS = BigFive(openness=.9, conscientiousness=.1, extraversion=.5, agreeableness=1.0, neuroticism=.5)
+
+
 def maya(**changes) -> Persona:
     """p01_maya's persona record on the tiny preset's 42-day timeline, one partner (r1 Sam); `changes` override."""
     fields = dict(
@@ -169,3 +173,23 @@ def build_dataset(root: Path) -> Path:
     }
     write_records(root / pid, files)
     return root
+
+
+# A persona file (personas/*.toml) that loads: format `id`, then break one field to test a refusal.
+GOOD = """\
+id = "{id}"
+language = "en"
+scale = "100k"
+note = "a test persona"
+
+[timeline]
+start = 2022-01-01
+years = 1
+
+[big_five]
+openness = 0.5
+conscientiousness = 0.5
+extraversion = 0.5
+agreeableness = 0.5
+neuroticism = 0.5
+"""

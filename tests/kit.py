@@ -18,7 +18,8 @@
   is a dict (sent as JSON) or a str (sent raw, e.g. broken JSON); a task's value may instead be a function
   request → reply that answers every request of that task. A task with nothing queued gets the schema-driven
   fake answer (of `seed` on a hand-built persona; of the session's seed, 0, otherwise). Every request is recorded in `seen`; `tasks()`, `asked(task)` and `unused()` read it.
-- `run_synth(*args)` runs the installed `synth` in a subprocess with no provider keys from the shell.
+- `run_synth(*args)` runs the installed `synth` in a subprocess with no provider keys from the shell; `invoke(*args)`
+  runs it in-process (typer's CliRunner) with those keys unset (`NO_KEYS`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from synth.cli import app
 from synth.config import conf
 from synth.config.personas import PersonaSeed
 from synth.core.tokens import estimate_tokens
@@ -131,6 +135,15 @@ def _run_seed(out: Path, names: list[str], seed: PersonaSeed, config: dict, mode
 
 
 # ------------------------------------------------------------------------------------------ synth as a command
+
+# What a test's `synth` must not read from the developer's shell (None: unset, as CliRunner's env takes it).
+NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}
+
+
+def invoke(*args: str, env: dict | None = None):
+    """`synth ARGS` in-process (typer's CliRunner); provider keys from the developer's shell never leak in."""
+    return CliRunner().invoke(app, list(args), env={**NO_KEYS, **(env or {})})
+
 
 def synth_env(**extra: str) -> dict[str, str]:
     """The environment for a `synth` subprocess: no provider keys leak in from the developer's shell."""

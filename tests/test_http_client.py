@@ -10,12 +10,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from wire import requests
 
 from synth.llm.base import FatalProviderError, TransportError
 from synth.llm.http import error_message
 from synth.llm.providers import OpenAIProvider
 from synth.testing.fake_server import FakeServer
-from tests.test_batch import requests
 
 
 def _one(provider: OpenAIProvider):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pydantic
 import pytest
+from handmade import GOOD
 
 from synth.config.personas import PersonaSeed, end_from_years, load_personas, seed_hash
 from synth.core.errors import InputError
@@ -16,25 +17,6 @@ from synth.core.errors import InputError
 ROOT = Path(__file__).resolve().parents[1]
 PERSONAS = ROOT / "personas"
 EVENT_SEEDS = ROOT / "synth" / "config" / "event_seeds.toml"
-
-GOOD = """\
-id = "{id}"
-language = "en"
-scale = "100k"
-note = "a test persona"
-
-[timeline]
-start = 2022-01-01
-years = 1
-
-[big_five]
-openness = 0.5
-conscientiousness = 0.5
-extraversion = 0.5
-agreeableness = 0.5
-neuroticism = 0.5
-"""
-
 
 def write(tmp_path: Path, text: str, name: str = "bad.toml") -> Path:
     path = tmp_path / name

@@ -16,72 +16,28 @@ import time
 from pathlib import Path
 
 import pytest
-from kit import PERSONAS, REPO, read_jsonl, run_synth, synth_cmd, synth_env
-from typer.testing import CliRunner
+from clean_runs import (
+    ANTHROPIC_ENV,
+    FAST,
+    SEED,
+    anthropic_args,
+    assert_same_dataset,
+    config_file,
+    manifests,
+    openai_args,
+    outputs,
+    tiny,
+)
+from handmade import GOOD
+from kit import PERSONAS, REPO, invoke, read_jsonl, run_synth, synth_cmd, synth_env
 
-from synth.cli import app
 from synth.core.jsonl import Journal
-from synth.records import FILES
 from synth.testing.fake_server import FAULT_KINDS, FakeServer
-from tests.test_personas import GOOD
 
 pytestmark = pytest.mark.slow  # `synth` subprocesses running whole pipelines
 
 SENTINEL = "SENTINEL-d41d8cd98f00b204"
-# The fake server's seed drives both its answers and its fault draws: every server here shares it, so runs compare.
-# Seed 7 makes the 25% fault rate of a `tiny` run draw every fault kind (deterministic: the draws are sequential).
-SEED = 7
-NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "SYNTH_PROMPTS_DIR": None}
-
-
 # ------------------------------------------------------------------------------------------------- helpers
-
-def invoke(*args: str, env: dict | None = None):
-    """`synth ARGS` in-process; provider keys from the developer's shell never leak in."""
-    return CliRunner().invoke(app, list(args), env={**NO_KEYS, **(env or {})})
-
-
-def tiny(out: Path, *extra: str) -> list[str]:
-    return ["run", "--preset", "tiny", "--out", str(out), "--personas", str(PERSONAS), *extra]
-
-
-def openai_args(server: FakeServer) -> list[str]:
-    return ["--provider", "openai", "--base-url", server.openai_base_url, "--model", "fake-model"]
-
-
-def anthropic_args(server: FakeServer) -> list[str]:
-    return ["--provider", "anthropic", "--base-url", server.anthropic_base_url]
-
-
-ANTHROPIC_ENV = {"ANTHROPIC_API_KEY": "sk-ant-test-key"}
-
-
-def config_file(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / f"config-{abs(hash(text))}.toml"
-    path.write_text(text)
-    return path
-
-
-def outputs(out: Path) -> dict[str, list[str]]:
-    """Every output JSONL of every persona, its lines sorted: the comparable content of a dataset."""
-    found = {}
-    for path in sorted(out.glob("*/*.jsonl")):
-        if path.name in FILES:
-            found[f"{path.parent.name}/{path.name}"] = sorted(path.read_text(encoding="utf-8").splitlines())
-    return found
-
-
-def manifests(out: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(out.glob("*/manifests/*.json"))]
-
-
-def assert_same_dataset(got: Path, want: Path) -> None:
-    mine, theirs = outputs(got), outputs(want)
-    assert sorted(mine) == sorted(theirs), "different files"
-    assert len(theirs) >= 10, f"the reference run is incomplete: {sorted(theirs)}"
-    for name in theirs:
-        assert mine[name] == theirs[name], f"{name} differs from the clean run"
-
 
 def assert_no_duplicates(out: Path) -> None:
     for name, lines in outputs(out).items():
@@ -101,31 +57,8 @@ def assert_nothing_written(out: Path) -> None:
     assert not out.exists() or not any(out.iterdir()), f"written: {sorted(p.name for p in out.rglob('*'))}"
 
 
-@pytest.fixture(scope="module")
-def clean_server():
-    with FakeServer(seed=SEED) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def clean_openai(clean_server, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("clean-openai") / "data"
-    result = invoke(*tiny(out, *openai_args(clean_server)))
-    assert result.exit_code == 0, result.output
-    return out
-
-
-@pytest.fixture(scope="module")
-def clean_anthropic(clean_server, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("clean-anthropic") / "data"
-    result = invoke(*tiny(out, *anthropic_args(clean_server)), env=ANTHROPIC_ENV)
-    assert result.exit_code == 0, result.output
-    return out
-
-
 # ------------------------------------------------------------------------------------ 1. transport faults
 
-FAST = "timeout_s = 1\nmax_attempts = 8\n"
 
 
 @pytest.fixture
