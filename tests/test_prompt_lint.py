@@ -296,3 +296,18 @@ def test_a_count_of_one_and_an_equal_ended_range_read_as_one_number(language):
     events = text("events_generate.j2", language, min_evidence=2, max_evidence=2)
     assert not re.search(r"(?<![\d-])(\d+)\s*[-–]\s*\1 (?:evidence|条)", events), "a range whose ends are equal"
     assert ("has 2 evidence statements" in events) if language == "en" else ("要有 2 条" in events)
+
+
+def test_the_rules_a_capable_model_found_contradictory_say_what_is_meant():
+    """Seen by the bridge writer: counter-seeds that must answer one question yet 'not contradict each other';
+    a length rule cited against options already inside the band; a first state whose trigger lay in the future.
+    (Both languages live in each template's source.)"""
+    from synth.config.prompts import prompts_dir
+
+    seeds = (prompts_dir() / "distractors_seeds.j2").read_text(encoding="utf-8")
+    assert "may exclude each other" in seeds and "可以互相排斥" in seeds
+    assert "do not contradict each other" not in seeds and "互不矛盾" not in seeds
+    render_ = (prompts_dir() / "distractors_render.j2").read_text(encoding="utf-8")
+    assert "within a few characters of each other" in render_ and "彼此相差不超过几个字" in render_
+    arcs = text("arcs_plan.j2", "en") + text("arcs_plan.j2", "zh")
+    assert "its trigger lies before the start" in arcs and "发生在时间线开始之前" in arcs
