@@ -171,3 +171,31 @@ def test_candidates_respect_eligibility_and_the_per_type_limit():
     picks = candidates([one, many, same_day], ["factual", "trajectory"], per_type=2)
     assert [(t, s) for t, s in picks if t == "trajectory"] == [("trajectory", many)]
     assert len([p for p in picks if p[0] == "factual"]) == 2
+
+
+def _bucket(events: list[str]) -> list:
+    """One item per entry, a day apart unless two entries share an event (then at the same moment)."""
+    from synth.life.windows import SegmentEvidence
+
+    out, day = [], 0
+    for n, event in enumerate(events):
+        if n and event != events[n - 1]:
+            day += 1
+        when = dt.datetime(2022, 1, 1, 9) + dt.timedelta(days=day)
+        out.append(SegmentEvidence(evidence_id=f"e{n}", arc_ids=("X",), kind="fact", statement=f"s{n}", time=when,
+                                   trace_ids=(f"t{n}",), trace_times=(when,), event_id=event))
+    return out
+
+
+def test_an_events_evidence_is_shown_together():
+    """Spreading picks in time never chose two items of one moment, which split an event's causal chain (the cause
+    shown, the rule or the concealment a question turns on dropped): a chosen item brings its event's others."""
+    from synth.life.windows import planner_view
+
+    bucket = _bucket(["a", "b", "c", "d", "chain", "chain", "chain", "f", "g", "h", "i", "j"])
+    shown = {e.evidence_id for e in planner_view(bucket, "X", frozenset(), 7)}
+    chain = {"e4", "e5", "e6"}
+    assert len(shown) == 7
+    assert chain <= shown or not chain & shown, f"an event's chain split: {sorted(shown)}"
+    recent = planner_view(bucket, "X", frozenset({"e5"}), 6)
+    assert chain <= {e.evidence_id for e in recent}, "a recent item brings its event's other evidence"

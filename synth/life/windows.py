@@ -22,6 +22,7 @@ class SegmentEvidence:
     trace_ids: tuple[str, ...]  # every trace carrying it, oldest first
     trace_times: tuple[dt.datetime, ...]
     states: tuple[tuple[str, int], ...] = ()  # (arc id, anchor index) of the major event it happened under
+    event_id: str = ""  # the event it belongs to: an event's evidence is shown together (a causal chain's steps)
 
     @property
     def newest_trace_time(self) -> dt.datetime:
@@ -86,7 +87,7 @@ def observable_evidence(evidence: Iterable[Evidence], traces: Iterable[Trace],
         out.append(SegmentEvidence(
             evidence_id=item.id, arc_ids=tuple(item.arc_ids), kind=item.kind, statement=item.statement,
             time=carried[0].time, trace_ids=tuple(t.id for t in carried), trace_times=tuple(t.time for t in carried),
-            states=(states or {}).get(item.event_id, ()),
+            states=(states or {}).get(item.event_id, ()), event_id=item.event_id,
         ))
     return sorted(out, key=lambda e: (e.time, e.evidence_id))
 
@@ -168,7 +169,8 @@ def planner_view(bucket: Sequence[SegmentEvidence], arc_id: str, recent_ids: fro
     """At most `cap` items of an arc's accumulated evidence (oldest first), chosen over its whole span rather
     than the newest `cap`: the arc's earliest item, its newest, each state change (spread over them when there
     are more than fit), up to half the room left for the window's newest arrivals (`recent_ids`, what made the
-    segment active), and the rest where the span is least covered (`spread_in_time`)."""
+    segment active), and the rest where the span is least covered (`spread_in_time`); a chosen item brings the
+    other evidence of its event while they fit (`with_siblings`), so a causal chain is not split."""
     cap = max(1, int(cap))
     if len(bucket) <= cap:
         return tuple(bucket)
@@ -178,8 +180,24 @@ def planner_view(bucket: Sequence[SegmentEvidence], arc_id: str, recent_ids: fro
     chosen += [changes[i] for i in spread(room, len(changes))]
     recent = [p for p in reversed(range(len(bucket))) if bucket[p].evidence_id in recent_ids and p not in chosen]
     chosen += recent[:(cap - len(chosen)) // 2]
-    picked = spread_in_time(bucket, set(chosen), cap - len(chosen))
-    return tuple(bucket[p] for p in sorted(picked))
+    chosen = with_siblings(bucket, chosen, chosen, cap)
+    while len(chosen) < cap:
+        (pick,) = spread_in_time(bucket, set(chosen), 1) - set(chosen)
+        chosen = with_siblings(bucket, chosen + [pick], [pick], cap)
+    return tuple(bucket[p] for p in sorted(chosen))
+
+
+def with_siblings(bucket: Sequence[SegmentEvidence], chosen: list[int], of: list[int], cap: int) -> list[int]:
+    """`chosen` plus, for each position in `of` (in turn), the other evidence of its event when they all fit
+    under `cap`: spreading in time alone never picks two items of one moment, which split an event's causal
+    chain (the cause shown, its consequence not) or dropped the line a question turns on."""
+    out = list(dict.fromkeys(chosen))
+    for position in of:
+        event = bucket[position].event_id
+        group = [p for p, item in enumerate(bucket) if event and item.event_id == event and p not in out]
+        if len(out) + len(group) <= cap:
+            out += group
+    return out
 
 
 def spread(count: int, population: int, offset: float = 0.0) -> list[int]:
