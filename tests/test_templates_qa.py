@@ -213,15 +213,26 @@ def test_settled_facts_are_the_windows_phases_and_events_newest_first_and_bounde
     assert any("rank rose" in f for f in facts)
 
 
-def test_a_plan_whose_outline_names_a_date_is_asked_again():
-    """Outlines carried dates no trace held ("3月5日"); the writer then had to avoid them. A dated outline is refused
-    with its reason (a re-ask), an undated one passes."""
+def test_a_plan_whose_outline_names_a_date_the_evidence_does_not_state_is_asked_again():
+    """Outlines carried dates no trace held ("3月5日"); the writer then had to avoid them. A date the selected
+    evidence does not state is refused with its reason (a re-ask); one it states ("since August", "on Sunday": the
+    blind writer of a capable-model run had such outlines refused) and an undated outline pass."""
+    import datetime as dt
     from types import SimpleNamespace
 
+    from synth.life.windows import Segment, SegmentEvidence, Window
     from synth.stages.qa import undated_outline
 
+    when = dt.datetime(2022, 1, 9, 9)
+    item = SegmentEvidence(evidence_id="v1", arc_ids=("a",), kind="fact", time=when, trace_ids=("t1",),
+                           trace_times=(when,), statement="On Sunday she noted a $410 monthly transfer since August.")
+    segment = Segment(arc_id="a", window=Window(index=0, start=when.date(), end=when.date()), evidence=(item,),
+                      new_ids=frozenset())
     for dated in ("She quit on 3月5日 after the review", "Ask about the talk on March 5 with her boss",
                   "What changed after 2022-03-05"):
         with pytest.raises(ValueError, match="outline: names"):
-            undated_outline(SimpleNamespace(outline=dated))
-    undated_outline(SimpleNamespace(outline="What made her quit after the review, and how she told her boss"))
+            undated_outline(SimpleNamespace(outline=dated, evidence=[1]), segment=segment)
+    undated_outline(SimpleNamespace(outline="What she found: a transfer every month since August, seen on Sunday",
+                                    evidence=[1]), segment=segment)
+    undated_outline(SimpleNamespace(outline="What made her quit after the review, and how she told her boss",
+                                    evidence=[1]), segment=segment)

@@ -170,6 +170,11 @@ _DATE_PATTERNS = (
 )
 
 
+def explicit_dates(text: str) -> list[str]:
+    """Every explicit date, year, month or weekday in a text, as written (the patterns of `explicit_date`)."""
+    return [found.group(0).strip() for _, pattern in _DATE_PATTERNS for found in pattern.finditer(text)]
+
+
 def explicit_date(question: str) -> str:
     """The first explicit date, year, month or weekday in a question ("" if none): a question that names its time
     tells the reader where to look, and the prompt forbids it."""

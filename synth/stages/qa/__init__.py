@@ -307,7 +307,7 @@ class Planner:
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
                                    delay, planned, settled)
         answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay),
-                                    check=undated_outline)
+                                    check=partial(undated_outline, segment=segment))
         return {"plans": [build_plan(answer, question_type, segment)]}
 
     async def write(self, plan: Plan, segment: Segment) -> Records:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from synth.life.windows import Segment
-from synth.quality.rules import explicit_date
+from synth.quality.rules import explicit_dates
 
 DECIDED_LINES = 12  # an unanswerable planner sees at most this many settled facts of its window (bounded prompt)
 DECIDED_CHARS = 240
@@ -24,11 +24,16 @@ def settled_facts(segment: Segment, phases: Sequence, events: Sequence) -> list[
     return [text[:DECIDED_CHARS] for _, text in sorted(lines, key=lambda x: x[0], reverse=True)[:DECIDED_LINES]]
 
 
-def undated_outline(answer) -> None:
-    """The plan's outline keeps to the evidence, which the writer must turn into a question without dates: a date
-    in the outline (\"3月5日\", \"on March 5\") is a detail no trace may hold and the question may not carry.
-    Raised as a re-ask with the reason."""
-    found = explicit_date(getattr(answer, "outline", "") or "")
-    if found:
-        raise ValueError(f"outline: names {found}; describe the question and answer without dates, keeping to what "
-                         "the selected evidence states")
+def undated_outline(answer, segment: Segment | None = None) -> None:
+    """The plan's outline keeps to the evidence: a date, month or weekday in the outline that none of its selected
+    evidence states ("3月5日" when the records never say it) is a premise no trace holds, and the question may not
+    carry it. One the evidence itself states ("since August", "on Sunday") is part of what it says. Raised as a
+    re-ask with the reason."""
+    outline = getattr(answer, "outline", "") or ""
+    chosen = [segment.evidence[i - 1].statement for i in getattr(answer, "evidence", []) or []
+              if segment is not None and 0 < i <= len(segment.evidence)]
+    stated = " ".join(chosen).lower()
+    unsupported = [d for d in explicit_dates(outline) if d.lower().rstrip(".") not in stated]
+    if unsupported:
+        raise ValueError(f"outline: names {unsupported[0]!r}, which the selected evidence does not state; keep to "
+                         "what the evidence says, without dates of your own")
