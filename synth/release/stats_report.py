@@ -9,19 +9,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from synth.quality.validity import (  # noqa: F401  (re-exported: the figures are part of what stats reports)
-    BLIND_MARGIN,
-    CHANCE,
-    answerable,
-    bias_report,
-    blind_accuracy,
-    choices_only_accuracy,
-    correct_is_longest,
-    distractor_texts,
-    key_is_central,
-    option_text,
-    position_shares,
-)
 from synth.release.stats import collect
 from synth.release.summary import recorded_run, run_summary, summary_lines
 
