@@ -101,6 +101,24 @@ def _text(content: str) -> str:
     return json.dumps({"content": content})
 
 
+def _per_event(quiet: list[str], late: list[str]):
+    """The traces replies per event, in order within each: the stage plans and writes events concurrently (a trace
+    waits only for the traces its voice reference reads), so one queue for both would depend on scheduling. A
+    request is the late event's when it holds the late event's evidence (ERRAND); the quiet event never sees it."""
+    queues = {True: list(late), False: list(quiet)}
+
+    def reply(request):
+        return queues[ERRAND in request.messages[-1]["content"]].pop(0)
+
+    reply.queues = queues
+    return reply
+
+
+def _late_writes(fake) -> list:
+    return [r for r in fake.seen if r.task == "traces" and "content" in r.json_schema["properties"]
+            and ERRAND in r.messages[-1]["content"]]
+
+
 def test_a_public_plan_of_private_evidence_is_replanned_then_rerouted_by_code(tmp_path):
     _inputs(tmp_path / PID, [], [_evidence("ev1", "e_late", ERRAND, False), _evidence("ev2", "e_late", HIDDEN, True)])
     stubborn = _plans("social_post", [1, 2])
@@ -121,13 +139,13 @@ def test_a_public_trace_that_gives_away_a_private_statement_is_rewritten(tmp_pat
     early = [_evidence("ev1", "e_quiet", HIDDEN, True)]
     late = [_evidence("ev2", "e_late", ERRAND, False)]
     _inputs(tmp_path / PID, early, late)
-    script = [_plans("diary", [1]), _text("Dear diary: " + HIDDEN),  # the quiet event: its private diary
-              _plans("social_post", [1]), _text(LEAKING), _text(CLEAN)]  # the late one: a post that leaks once
+    script = _per_event([_plans("diary", [1]), _text("Dear diary: " + HIDDEN)],  # the quiet event: a private diary
+                        [_plans("social_post", [1]), _text(LEAKING), _text(CLEAN)])  # the late one: leaks once
     fake = run_stage(tmp_path, "traces", config=CONFIG, replies={"traces": script})
-    assert not fake.unused()
-    rewrite = fake.seen[-1]
+    assert not any(script.queues.values())
+    draft, rewrite = _late_writes(fake)
     assert rewrite.sample == 1 and HIDDEN in rewrite.messages[-1]["content"], "the rewrite names what to keep hidden"
-    assert HIDDEN not in fake.seen[-2].messages[-1]["content"], "a first draft is not primed with the secret"
+    assert HIDDEN not in draft.messages[-1]["content"], "a first draft is not primed with the secret"
     traces = {t.event_id: t for t in read_records(tmp_path / PID / "traces.jsonl", Trace)}
     post = traces["e_late"]
     assert (post.medium, post.content, post.privacy_rewrites) == ("social_post", CLEAN, 1)
@@ -195,18 +213,18 @@ def test_the_judge_catches_a_paraphrase_the_word_check_misses(tmp_path):
     _inputs(tmp_path / PID, early, late)
     paraphrase = "Rough week: broke down at work after my request to move to the children's ward was turned down."
     verdict = lambda revealed: json.dumps({"revealed": revealed, "reason": "r"})  # noqa: E731
-    script = {"traces": [_plans("diary", [1]), _text("Dear diary: " + HIDDEN),
-                         _plans("social_post", [1]), _text(paraphrase), _text(CLEAN)],
-              "traces_privacy": [verdict([1]), verdict([])]}
+    traces = _per_event([_plans("diary", [1]), _text("Dear diary: " + HIDDEN)],
+                        [_plans("social_post", [1]), _text(paraphrase), _text(CLEAN)])
+    script = {"traces": traces, "traces_privacy": [verdict([1]), verdict([])]}
     config = CONFIG.replace("privacy_repairs = 1", "privacy_repairs = 2").replace("judge = false", "judge = true")
     fake = run_stage(tmp_path, "traces", config=config, replies=script)
-    assert not fake.unused()
+    assert not fake.unused() and not any(traces.queues.values())
     judges = [r for r in fake.seen if r.task == "traces_privacy"]
     assert len(judges) == 2 and HIDDEN in judges[0].messages[-1]["content"]
     assert paraphrase in judges[0].messages[-1]["content"] and judges[0].settings.temperature == 0.0
     assert not [r for r in fake.seen if r.task == "traces_privacy" and "Dear diary" in r.messages[-1]["content"]], \
         "a private medium is never judged"
-    rewrite = [r for r in fake.seen if r.task == "traces" and "content" in r.json_schema["properties"]][-1]
+    rewrite = _late_writes(fake)[-1]
     assert HIDDEN in rewrite.messages[-1]["content"]
     post = next(t for t in read_records(tmp_path / PID / "traces.jsonl", Trace) if t.event_id == "e_late")
     assert (post.content, post.privacy_rewrites, post.privacy_judged, post.privacy_flagged) == (CLEAN, 1, True, [])
