@@ -60,6 +60,8 @@ _CUES = {
 
 
 def reader_cues(reason: str) -> list[str]:
+    """The kinds of cue a no-context reader's reason names (length, names, form, plausibility; else "other"): the
+    renderer hears these, never the reader's words, which can name the key's content."""
     text = reason.lower()
     return [kind for kind, words in _CUES.items() if any(w in text for w in words)] or ["reader_other"]
 
