@@ -137,7 +137,7 @@ def print_stats(out: Path, console: Console, plot: bool = False) -> dict:
     console.print(
         f"final items: blind accuracy {data['blind_accuracy']:.1%} over {data['blind_picks']} no-context picks "
         f"({data['blind_accuracy_answerable']:.1%} on answerable; chance is 20%) · "
-        f"the key is the longest option in {data['correct_is_longest_rate']:.1%} of answerable final items "
+        f"the key is the longest option in {data['correct_is_longest_rate']:.1%} of answerable final items kept as multiple choice "
         f"(goal ≤ 25%: {'ok' if data['correct_is_longest_ok'] else 'MISSED'}) · the key is the most central option "
         f"in {data['key_central_rate']:.1%} (goal ≤ 30%, chance 25%: {'ok' if data['key_central_ok'] else 'MISSED'}) · "
         f"position balance {'ok' if data['position_balance_ok'] else 'MISSED'} (each of A–D within 25% ± 5) · "
