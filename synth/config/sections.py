@@ -257,6 +257,9 @@ class DistractorsSettings(Section):
 
     rounds: int = knob("refinement rounds at most", ge=1)
     verify: bool = knob("a judge with the evidence and traces confirms exactly one option is right")
+    option_chars: dict[Language, int] = knob("per language: an option rendered from seeds is asked for 75-125% of "
+                                             "the reference answer's length, that length taken at most this long "
+                                             "(one point per option, not the records' list)")
 
 
 class FilterSettings(Section):
