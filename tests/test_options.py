@@ -313,3 +313,13 @@ def test_a_seed_that_shares_nothing_with_the_question_is_left_for_a_counter_seed
     misfit = OptionSeed(role="distractor", statements=["Lena missed the indemnity carve-out again."])
     assert seeds.fitting([fits, misfit], q, "Daniel Okafor") == [fits]
     assert seeds.fitting([misfit], "?", "Daniel Okafor") == [misfit], "a question with no content word keeps all"
+
+
+def test_a_seed_touching_the_question_far_less_than_the_key_is_left_for_a_counter_seed():
+    q = "What did their general counsel want to talk about at the Lakeshore pitch?"
+    key = OptionSeed(role="key", statements=["The general counsel wanted to talk about the pitch's warehouse leases."])
+    # the key shares general, counsel, talk, pitch: a seed must share at least two
+    once = OptionSeed(role="distractor", statements=["Mark asked about billing rates at the Lakeshore office."])
+    twice = OptionSeed(role="distractor", statements=["At the Lakeshore pitch Mark asked about billing rates."])
+    assert seeds.fitting([once, twice], q, "Daniel Okafor", key) == [twice]
+    assert seeds.fitting([once, twice], q, "Daniel Okafor") == [once, twice]  # without a key: one word is enough

@@ -88,7 +88,7 @@ class Seeder:
         # a real seed that shares nothing with the question cannot answer it: the one option that fits the question's
         # premise would be the key (a capable reader picks it without the records); a counter-seed written for the
         # question takes its place
-        real = seeds.fitting(real, qa.question, self.ctx.persona.name)
+        real = seeds.fitting(real, qa.question, self.ctx.persona.name, key)
         state.written = [s for s in state.written if not set(s.statements) & state.excluded]
         need = seeds.DISTRACTORS - len(real) - len(state.written)
         if need > 0:
