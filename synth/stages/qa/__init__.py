@@ -26,7 +26,7 @@ from synth.life.windows import (
 from synth.quality.rules import strip_timestamps
 from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
-from synth.stages.qa.plan_checks import DECIDED_LINES, settled_facts, undated_outline  # noqa: F401  (re-exported)
+from synth.stages.qa.plan_checks import DECIDED_LINES, relied_on, settled_facts, undated_outline  # noqa: F401  (re-exported)
 
 HOURS = (7, 22)  # a friend asks between breakfast and bedtime
 
@@ -193,7 +193,8 @@ def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen:
 
 
 def build_plan(answer: BaseModel, question_type: str, segment: Segment) -> Plan:
-    chosen = sorted(set(answer.evidence))
+    # the evidence the outline relies on is selected even when the answer left it out (`relied_on`)
+    chosen = relied_on(answer.outline, segment, sorted(set(answer.evidence)))
     reason = plan_reason(answer, question_type, segment, chosen)
     return Plan(question_type=question_type, segment=segment.key, feasible=not reason, gate=reason,
                 evidence=chosen, temporal_scope=answer.temporal_scope, outline=answer.outline,
@@ -307,7 +308,7 @@ class Planner:
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
                                    delay, planned, settled)
         answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay),
-                                    check=partial(undated_outline, segment=segment))
+                                    check=partial(undated_outline, segment=segment, traces=self.traces))
         return {"plans": [build_plan(answer, question_type, segment)]}
 
     async def write(self, plan: Plan, segment: Segment) -> Records:
