@@ -176,6 +176,7 @@ VARIANT_TEMPLATES = {
 
 def _qa(name: str, question_type: str) -> dict | None:
     unanswerable = question_type == "unanswerable"
+    settled = ["2023-02-06 周会: 她宣布新的排班表从下个月开始。"] if unanswerable else []
     common = {"persona": PERSONA, "arcs": ARC_RECORDS, "question_type": question_type}
     window = {"arc": ARC_RECORDS[0], "window_start": "2023-01-01", "window_end": "2023-03-01",
               "evidence": QA_EVIDENCE}
@@ -201,7 +202,7 @@ def _qa(name: str, question_type: str) -> dict | None:
                         "absent_topic": "奖金数额", "question_time": "2023-02-08T20:00", "max_answer_chars": 120},
         "distractors_write.j2": {**common, **QUESTION, "dimension": "opinion", "answer": "我更愿意先听。",
                                  "unanswerable": unanswerable, "cannot_determine": CANNOT_DETERMINE["zh"],
-                                 "evidence": QA_EVIDENCE, "traces": TRACES, "target_chars": 20,
+                                 "evidence": QA_EVIDENCE, "traces": TRACES, "target_chars": 20, "settled": settled,
                                  "feedback": [{"round": 1, "kinds": ["key_longest", "key_central"],
                                                "reason": "太长。", "blind_correct": True, "unsupported": "C"}]},
         "distractors_validate.j2": {**QUESTION, "choices": CHOICES},
@@ -219,9 +220,10 @@ def _qa(name: str, question_type: str) -> dict | None:
                                  "candidate": "我先听大家说。"},
         "distractors_verify.j2": {**QUESTION, "choices": CHOICES, "correct": "B", "unanswerable": unanswerable,
                                   "evidence": QA_EVIDENCE, "traces": TRACES,
-                                  "style_of": "周建国" if question_type == "factual" else ""},
+                                  "style_of": "周建国" if question_type == "factual" else "", "settled": settled},
         "filter_sufficiency.j2": {**QUESTION, "question_type": question_type, "answer": "我更愿意先听。",
-                                  "unanswerable": unanswerable, "evidence": QA_EVIDENCE, "traces": TRACES},
+                                  "unanswerable": unanswerable, "evidence": QA_EVIDENCE, "traces": TRACES,
+                                  "settled": settled},
         "filter_blind.j2": {**QUESTION, "choices": CHOICES},
         "filter_single_trace.j2": {**QUESTION, "choices": CHOICES, "traces": TRACES},
         "filter_unique.j2": {**QUESTION, "answer": "我更愿意先听。", "traces": TRACES},

@@ -83,3 +83,42 @@ def test_the_duration_writer_sees_the_passage_of_each_moment():
                                    dt.datetime(2022, 3, 12, 9)))
     shown = [m["traces"][0]["content"] for m in seen["moments"]]
     assert "signed the lease" in shown[0] and "handed back the keys" in shown[1]
+
+
+def test_an_unanswerable_items_settled_facts_reach_the_distractor_writer_and_the_judges():
+    """A phase said the son's rank "rose by more than ten places" with no trace carrying it: the planner was told,
+    but the distractor writer then invented "rose by ten places" (true of the life) and the judges passed it."""
+    from template_cases_zh import ARC_RECORDS, PERSONA
+    from test_stage_functions_qa import phase
+
+    from synth.config.prompts import render
+    from synth.records import MCQ
+    from synth.stages import distractors, filter
+
+    fact = "2022-03-01–2022-03-20 spring: Her son's class rank rose by more than ten places."
+    narrative = phase(1).model_copy(update={"start": WINDOW.start, "end": WINDOW.end, "title": "spring",
+                                            "description": "Her son's class rank rose by more than ten places."})
+    seg = segment(item(1, "She asked her son about school.", dt.datetime(2022, 3, 5, 9)))
+    assert qa.settled_facts(seg, [narrative], []) == [fact]
+    answer = SimpleNamespace(question="What rank did he reach?", answer="The records do not say.")
+    plan = qa.Plan(question_type="unanswerable", segment=seg.key, feasible=True, gate="", evidence=[1],
+                   temporal_scope="s", outline="o", absent_topic="the exact rank", ask_after_days=1, ask_hour=9)
+    arc = SimpleNamespace(id="X", dimension="emotion")
+    needed = {"e1": ["t1"]}
+    item_ = qa.build_qa(answer, plan, seg, arc, "p", dt.datetime(2022, 3, 9, 9), needed, [fact])
+    assert item_.settled == [fact]
+    factual = qa.build_qa(answer, plan.model_copy(update={"question_type": "factual"}), seg, arc, "p",
+                          dt.datetime(2022, 3, 9, 9), needed, [fact])
+    assert factual.settled == [], "only an unanswerable item keeps them"
+    mcq = MCQ.model_validate({**item_.model_dump(), "choices": [{"id": c, "text": c} for c in "ABCDE"],
+                              "correct_choice_id": "E"})
+    prompts = SECTIONS.prompts
+    shown = {"distractors_write.j2": distractors.write_variables(mcq, SimpleNamespace(), [], {}, prompts, "en", []),
+             "distractors_verify.j2": distractors.verify_variables(mcq, mcq.choices, "E", {}, [], prompts),
+             "filter_sufficiency.j2": filter.sufficiency_variables(mcq, [], {}, prompts)}
+    for name, values in shown.items():
+        assert values["settled"] == [fact], name
+        for language in ("en", "zh"):
+            body = "\n".join(m["content"] for m in render(name, language=language, **{
+                **values, "persona": PERSONA, "arcs": ARC_RECORDS, "question_type": "unanswerable"}))
+            assert "rose by more than ten places" in body, (name, language)

@@ -256,9 +256,10 @@ def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, ne
 
 
 def build_qa(answer: BaseModel, plan: Plan, segment: Segment, arc: LifeArc, persona_id: str, asked: dt.datetime,
-             needed: dict[str, list[str]]) -> QA:
+             needed: dict[str, list[str]], settled: Sequence[str] = ()) -> QA:
     """The item written from a write answer, asked at `asked`. An unanswerable item keeps the plan's evidence as
-    its related background (`background=True`; it does not answer the question), so its traces are gold too."""
+    its related background (`background=True`; it does not answer the question), so its traces are gold too, and
+    what its window settled (`settled`), so the options and the judges keep clear of it."""
     background = not question_types.answerable(plan.question_type)
     refs = [
         EvidenceRef(statement=e.statement, evidence_id=e.evidence_id, digital_trace_ids=needed[e.evidence_id],
@@ -271,6 +272,7 @@ def build_qa(answer: BaseModel, plan: Plan, segment: Segment, arc: LifeArc, pers
         question=answer.question.strip(), answer=answer.answer.strip(), evidence=refs,
         digital_trace_ids=list(dict.fromkeys(trace_ids_of(needed))),
         window_end=segment.window.end, temporal_scope=plan.temporal_scope, outline=plan.outline,
+        settled=list(settled) if background else [],
     )
 
 
@@ -319,7 +321,8 @@ class Planner:
         variables = write_variables(self.common, arc, segment, plan, needed, asked, self.traces, self.ctx.settings.prompts,
                                     cap)
         answer = await self.ctx.ask("qa_write", "qa_write.j2", variables, write_model(cap))
-        return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, asked, needed)]}
+        settled = settled_facts(segment, self.ctx.phases, self.ctx.events) if plan.question_type == "unanswerable" else ()
+        return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, asked, needed, settled)]}
 
 
 def plan_key(question_type: str, segment: Segment) -> str:
