@@ -38,10 +38,10 @@ FIELD_NAMES = {
     # the profile family's 2×2 options (issue 17)
     "fact", "style", "both_right", "style_wrong", "fact_wrong", "both_wrong",
     # the lifelog plan's answers and agenda kinds (issue 17)
-    "themes", "key_events", "agenda", "work", "routine", "leisure", "social", "errand", "event",
+    "themes", "key_events", "agenda", "event",
     # relation-controlled variants (issue 18)
     "target", "variants", "condition", "signal", "query", "correct_answers", "wrong_answers", "recoverable",
-    "implicit", "CORRECT", "WRONG",
+    "implicit",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # Templates that take no language: the provider-level JSON-schema hint (a schema, not prose for the persona).
@@ -259,7 +259,8 @@ def templates() -> list[str]:
                   if not p.name.startswith("_") and p.name not in LANGUAGE_FREE)
 
 
-def renders(name: str, joined: bool = True) -> list:
+def scripted(name: str) -> list[dict]:
+    """The scripted variables a template is rendered with (one set per question type where they differ)."""
     generation = _generation(name)
     if generation is not None:
         values = [{"persona": PERSONA, **generation} if name != "persona_enrich.j2" else generation]
@@ -267,7 +268,11 @@ def renders(name: str, joined: bool = True) -> list:
         values = [v for t in QUESTION_TYPES if (v := _qa(name, t)) is not None]
         values = values[:1] if values and all(v == values[0] for v in values) else values
     assert values, f"prompts/{name}: no scripted variables in this test — add them so its zh render is checked"
-    rendered = [render(name, language="zh", **v) for v in values]
+    return values
+
+
+def renders(name: str, joined: bool = True) -> list:
+    rendered = [render(name, language="zh", **v) for v in scripted(name)]
     return ["\n".join(m["content"] for m in r) for r in rendered] if joined else rendered
 
 

@@ -16,12 +16,14 @@ import template_cases_zh as zh_case
 from synth.config.prompts import render
 from synth.config.shown_schema import decode_answer, native_schema
 from synth.core.calendar import holidays_between
+from synth.life import relations
 from synth.stages import arcs as arcs_stage
 from synth.stages import events as events_stage
 from synth.stages import phases as phases_stage
 from synth.stages import qa as qa_stage
 from synth.stages import traces as traces_stage
 from synth.stages.common import hint_weights, suggest_media
+from synth.stages.lifelog import plan as lifelog_plan
 
 ENGLISH = re.compile(r"[A-Za-z][A-Za-z_]+")
 
@@ -65,6 +67,8 @@ SCHEMAS = {
     "arcs": arcs_stage.arc_answer(("升职",), 1, 3),
     "major events": arcs_stage.major_answer(("升职",), 30, 3, 3, 2),
     "qa write": qa_stage.write_model(120),
+    "lifelog day": lifelog_plan.day_answer(("第一次周会",), 10),
+    "relation verdict": relations.RelationVerdict,
 }
 
 
@@ -74,7 +78,7 @@ def test_a_zh_schema_shows_no_english_and_its_labels_map_back(name):
     shown, labels = native_schema(raw, "zh")
     assert not schema_words(shown), f"{name}: English in the zh schema: {sorted(schema_words(shown))}"
     assert native_schema(raw, "en") == (raw, {}), "an English prompt shows the schema as it is"
-    assert schema_words(raw) or name in ("trace", "qa write"), "the check has something to catch on the raw schema"
+    assert schema_words(raw) or name in ("trace", "qa write", "relation verdict"), "the check has something to catch on the raw schema"
 
 
 def test_native_enum_labels_decode_to_the_codes_the_data_keeps():
@@ -83,6 +87,44 @@ def test_native_enum_labels_decode_to_the_codes_the_data_keeps():
     assert '"事实"' in kinds and '"fact"' not in kinds
     answer = {"events": [{"evidence": [{"kind": "情绪", "statement": "她在车里哭了。"}]}]}
     assert decode_answer(answer, labels)["events"][0]["evidence"][0]["kind"] == "emotion"
+
+
+def strings(value) -> list[str]:
+    """Every string a scripted context holds (the values a template substitutes), longest first."""
+    if isinstance(value, str):
+        return [value]
+    found = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else []
+    return sorted({s for v in found for s in strings(v)}, key=len, reverse=True)
+
+
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+@pytest.mark.parametrize("name", zh_case.templates())
+def test_an_english_prompt_has_no_chinese_of_its_own(name):
+    """Every template rendered in English over the Chinese scripted contexts: with the substituted values taken out,
+    no Chinese is left (a zh label or a zh rule leaking into the en branch)."""
+    for values in zh_case.scripted(name):
+        body = "\n".join(m["content"] for m in render(name, language="en", **values))
+        for value in strings(values):
+            body = body.replace(value, "")
+        assert not CJK.search(body), f"prompts/{name}: Chinese in the en render: {CJK.findall(body)[:10]}"
+
+
+def test_every_partial_is_reached_by_a_scripted_render():
+    """A shared piece (`_x.j2`) no scripted template includes is never linted."""
+    from pathlib import Path
+
+    from synth.config.prompts import prompts_dir
+    sources = {p.name: p.read_text() for p in Path(prompts_dir()).glob("*.j2")}
+    partials = {n for n in sources if n.startswith("_")}
+
+    def named(text: str) -> set[str]:
+        return {n for n in partials if f'"{n}"' in text or f"'{n}'" in text}
+
+    used = {n for name in zh_case.templates() for n in named(sources[name])}
+    used |= {n for m in set(used) for n in named(sources[m])}
+    assert used == partials, f"partials no scripted render reaches: {sorted(partials - used)}"
 
 
 @pytest.mark.parametrize("name", ["arcs_seeds.j2", "arcs_plan.j2", "arcs_major_events.j2", "events_generate.j2",
@@ -311,3 +353,17 @@ def test_the_rules_a_capable_model_found_contradictory_say_what_is_meant():
     assert "within a few characters of each other" in render_ and "彼此相差不超过几个字" in render_
     arcs = text("arcs_plan.j2", "en") + text("arcs_plan.j2", "zh")
     assert "its trigger lies before the start" in arcs and "发生在时间线开始之前" in arcs
+
+
+def test_a_zh_memory_tree_shows_its_node_types_by_their_labels():
+    """A mid or root node's text is read by the tree's later prompts: in a Chinese tree its type is a native label,
+    not the English code (条件触发, not condition_trigger)."""
+    from types import SimpleNamespace
+
+    from synth.eval.tree import PersonaTreeSystem
+    tree = SimpleNamespace(language="zh")
+    assert PersonaTreeSystem._typed(tree, "下雨天他会推迟跑步", "condition_trigger", "tree_pattern") == \
+        "下雨天他会推迟跑步（条件触发）"
+    tree.language = "en"
+    assert PersonaTreeSystem._typed(tree, "He runs less in rain", "condition_trigger", "tree_pattern") == \
+        "He runs less in rain (condition_trigger)"
