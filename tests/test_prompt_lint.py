@@ -304,14 +304,41 @@ def test_a_rest_day_errand_without_colleagues_gets_no_work_chat_hint():
     people = {"r1": "father", "r2": "colleague at the bank"}
     words = ["colleague", "同事"]
     assert not work_moment(sunday, people, words)
-    assert "work_chat" not in hint_weights(weights, frozenset(), False, work_moment(sunday, people, words))
+    work = frozenset({"work_chat"})
+    assert "work_chat" not in hint_weights(weights, frozenset(), False, work_moment(sunday, people, words), work)
     with_colleague = sunday.model_copy(update={"participant_ids": ["r1", "r2"]})
     monday = sunday.model_copy(update={"time": dt.datetime(2022, 1, 10, 10)})
     assert work_moment(with_colleague, people, words) and work_moment(monday, people, words)
-    assert "work_chat" in hint_weights(weights, frozenset(), False, True)
+    assert "work_chat" in hint_weights(weights, frozenset(), False, True, work)
     # privacy and audience together; when nothing else is left, the whole mix
-    assert hint_weights({"work_chat": 1.0}, frozenset(), False, False) == {"work_chat": 1.0}
-    assert set(hint_weights(weights, frozenset({"wechat_chat"}), True, False)) == {"diary"}
+    assert hint_weights({"work_chat": 1.0}, frozenset(), False, False, work) == {"work_chat": 1.0}
+    assert set(hint_weights(weights, frozenset({"wechat_chat"}), True, False, work)) == {"diary"}
+    # a public holiday on a weekday is a rest day too (2022-10-03, 国庆节, a Monday)
+    holiday = monday.model_copy(update={"time": dt.datetime(2022, 10, 3, 10)})
+    assert work_moment(holiday, people, words) and not work_moment(holiday, people, words,
+                                                                  [{"date": "2022-10-03", "name": "国庆节"}])
+
+
+def test_a_medium_hint_follows_a_post_the_evidence_names_and_the_mix_follows_the_occupation():
+    """"(a hint: diary)" for evidence that is itself a Moments post; 12% DingTalk/WeCom for a graduate student."""
+    from synth.config import conf, settings
+    from synth.records import Event, Evidence
+    from synth.stages.common import media_weights
+
+    section = settings.parse(conf.preset_config("small")).traces
+    weights = {"diary": 1e9, "moments": 1e-9, "wechat_chat": 1e-9}  # the seeded draw alone: always a diary
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 7, 10), title="t",
+                  description="d", location="", participant_ids=[])
+    posted = [Evidence(id="v", persona_id="p", event_id="e", kind="fact", arc_ids=[],
+                       statement="她发了一条朋友圈，晒了女儿的奖状。")]
+    hint = traces_stage.plan_variables({}, event, posted, 1, weights, 48, posted=section.posted)["suggested"]
+    assert hint == ["moments"]
+    plain = [posted[0].model_copy(update={"statement": "她把奖状贴在了冰箱上。"})]
+    assert traces_stage.plan_variables({}, event, plain, 1, weights, 48, posted=section.posted)["suggested"] == \
+        ["diary"]
+    assert "work_chat" in media_weights(section, "zh", "一家物流公司的调度员")
+    assert "work_chat" not in media_weights(section, "zh", "成都一所大学的社会学研究生")
+    assert "work_chat" not in media_weights(section, "zh", "退休中学教师")
 
 
 def test_the_tree_memory_schemas_offer_native_labels_in_chinese_and_map_back():
