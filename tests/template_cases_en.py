@@ -56,7 +56,7 @@ VARIABLES = {
                            "moves": MOVES, "people": [NEWCOMER], "holidays": HOLIDAYS, "newcomers": 2},
     "phases_update.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP_JSON, "moves": MOVES,
                          "phase": {"title": "t", "description": "d", "start": "2022-01-01", "end": "2022-01-04"}},
-    "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "days": 7, "count": 6,
+    "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "window": PHASE, "days": 7, "count": 6,
                            "min_evidence": 2, "max_evidence": 4, "people": ["Sam"], "moves": MOVES,
                            "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS, "newcomers": 1},
     "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": ["diary", "email"], "max_delay": 48,

@@ -115,7 +115,7 @@ def _generation(name: str) -> dict:
                                "start_day": 7, "low": 7, "high": 7, "start_date": "2023-02-08", "previous": PHASE,
                                "moves": MOVES, "people": [NEWCOMER], "holidays": HOLIDAYS, "newcomers": 2},
         "phases_update.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP, "phase": PHASE, "moves": MOVES},
-        "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "days": 7, "count": 6,
+        "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "window": PHASE, "days": 7, "count": 6,
                                "min_evidence": 2, "max_evidence": 4, "people": ["周建国", "陈露"], "moves": MOVES,
                                "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS, "newcomers": 1},
         "chats_day.j2": CHAT_DAY,

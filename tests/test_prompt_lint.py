@@ -156,10 +156,10 @@ def test_each_reached_state_gets_its_own_event():
 
 
 def test_a_location_is_asked_by_a_listed_name_only_when_places_are_listed():
-    assert "by its name listed above" not in text("events_generate.j2", "en", introduced=[])
+    assert "a regular place listed above" not in text("events_generate.j2", "en", introduced=[])
     place = {"kind": "place", "name": "Ward 7", "relation": "ward", "description": "her ward"}
-    assert "by its name listed above" in text("events_generate.j2", "en", introduced=[place])
-    assert "常去的地方用上面列出的地点名字" not in text("events_generate.j2", "zh", introduced=[])
+    assert "a regular place listed above by its name" in text("events_generate.j2", "en", introduced=[place])
+    assert "上面列出的常去地点" not in text("events_generate.j2", "zh", introduced=[])
 
 
 def test_every_listed_person_may_take_part():

@@ -156,12 +156,16 @@ def phase_days(phase: Phase) -> int:
 
 
 def events_variables(persona: Persona, arcs: list[LifeArc], major: MajorEvent, phase: Phase, quota: EventQuota,
-                     people: list[str], context: dict | None = None) -> dict:
+                     people: list[str], context: dict | None = None, window: Phase | None = None) -> dict:
     """What events_generate.j2 is rendered with: the phase inside its major event (or everyday stretch), who may
-    take part, and `context`: the arc states it moves, the registry, the phases before it and the holidays."""
+    take part, and `context`: the arc states it moves, the registry, the phases before it and the holidays.
+    `window`: the days of the phase to fill (a gap's filler; the whole phase by default) — the phase keeps its own
+    bounds in the prompt, so a filler does not show the same phase with other dates."""
     context = {"moves": [], "introduced": [], "recent": [], "holidays": [], **(context or {})}
+    window = window or phase
     return {**persona_and_arcs(persona, arcs), "event": event_view(major, arcs),
-            "phase": phase.model_dump(mode="json"), "days": phase_days(phase), "count": quota.count,
+            "phase": phase.model_dump(mode="json"), "window": window.model_dump(mode="json", include={"start", "end"}),
+            "days": phase_days(window), "count": quota.count,
             "min_evidence": quota.min_evidence, "max_evidence": quota.max_evidence, "people": people,
             "newcomers": 0, **context}
 
@@ -249,8 +253,8 @@ class EventsRun:
         model = events_answer(phase_days(window), tuple(people), tuple(self.arc_ids), quota.count,
                               quota.min_evidence, quota.max_evidence, 0 if major.kind == "everyday" else 1,
                               self.section.new_people)
-        variables = events_variables(self.persona, self.arcs, major, window, quota, list(people),
-                                     {**self.context(phase), "newcomers": self.section.new_people})
+        variables = events_variables(self.persona, self.arcs, major, phase, quota, list(people),
+                                     {**self.context(phase), "newcomers": self.section.new_people}, window)
         estimate = quota.count * (220 + quota.max_evidence * 90)
         answer = await self.ctx.ask("events", "events_generate.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, estimate))

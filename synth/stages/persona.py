@@ -14,7 +14,7 @@ from synth.stages.common import unique_labels
 
 
 class RelationDraft(BaseModel):
-    name: str
+    name: str = Field(pattern=r"\S")  # a relation is named: prompts offer it by name ("the sister" has none)
     relation: str
     description: str
 
