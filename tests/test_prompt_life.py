@@ -61,3 +61,42 @@ def test_a_gap_filler_shows_its_phase_with_the_phases_own_bounds():
     plain = events_stage.events_variables(persona(), arcs(), TEN_DAYS, whole, quota, ["Sam"])
     assert "only the events of" not in "\n".join(m["content"] for m in render("events_generate.j2", language="en",
                                                                                **plain))
+
+
+# ---- the calendar
+
+def test_every_day_of_a_break_is_named_by_its_festival_and_make_up_working_days_are_shown():
+    """The 2022 Spring Festival break ran 01-31..02-06 with 01-29/01-30 make-up working days; a prompt showed only
+    "除夕 … 由 2022-01-29 调休" and no weekend of the break."""
+    from synth.core.calendar import holidays_between
+
+    days = {h["date"]: h for h in holidays_between("CN", "zh", "2022-01-23", "2022-02-08", workdays=True)}
+    assert [d for d, h in days.items() if not h.get("workday")] == [f"2022-{d}" for d in (
+        "01-31", "02-01", "02-02", "02-03", "02-04", "02-05", "02-06")]
+    assert days["2022-01-31"]["name"].startswith("除夕") and days["2022-02-01"]["name"] == "春节"
+    assert days["2022-02-05"]["name"] == "春节假期（周末）"
+    assert days["2022-01-29"] == {"date": "2022-01-29", "name": "调休上班日（春节）", "workday": True}
+    assert "2022-01-29" not in {h["date"] for h in holidays_between("CN", "zh", "2022-01-23", "2022-02-08")}
+    october = {h["date"]: h["name"] for h in holidays_between("CN", "zh", "2022-10-01", "2022-10-09", workdays=True)}
+    assert october["2022-10-08"] == "调休上班日（国庆节）", "a weekend that is a make-up working day is no break day"
+    # an ordinary long weekend is not a "break": the US's Monday holiday alone
+    assert holidays_between("US", "en", "2022-01-14", "2022-01-21") == [
+        {"date": "2022-01-17", "name": "Martin Luther King Jr. Day"}]
+
+
+def test_a_persona_file_sets_whose_holidays_its_prompts_show():
+    """A Chicago lawyer's phase listed no holiday for 2022-01-14..21: the English default country is GB."""
+    from types import SimpleNamespace
+
+    from synth.config.personas import PersonaSeed, load_persona_file, seed_hash
+    from synth.core.calendar import country_of
+
+    seed = load_persona_file("personas/p02_daniel.toml")
+    assert seed.country == "US"
+    assert country_of(seed, {"en": "GB"}, "en") == "US"
+    assert country_of(SimpleNamespace(country=""), {"en": "GB"}, "en") == "GB"
+    plain = seed.model_copy(update={"country": ""})
+    assert seed_hash(plain) == seed_hash(PersonaSeed.model_validate(
+        {k: v for k, v in plain.model_dump().items() if k != "country"})), "a seed without a country keeps its hash"
+    with pytest.raises(ValidationError):
+        PersonaSeed.model_validate({**plain.model_dump(), "country": "usa"})

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import EventsSettings
-from synth.core.calendar import holidays_between
+from synth.core.calendar import country_of, holidays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.gaps import DayPins, close_gaps, open_gaps, travel_spans
 from synth.life.registry_view import bounded_registry
@@ -191,7 +191,7 @@ class EventsRun:
         self.arc_ids = arc_label_ids(self.arcs)
         self.phases = sorted(ctx.phases, key=lambda p: (p.start, p.index))
         self.quotas = self.plan_quotas()
-        self.country = ctx.settings.holiday_countries.get(ctx.language, "")
+        self.country = country_of(ctx.persona, ctx.settings.holiday_countries, ctx.language)
         seeds = ctx.read("seeds.jsonl") if (ctx.dir / "seeds.jsonl").is_file() else []
         self.travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)  # gaps allowed there
         # an event naming a date, an occasion or a public holiday of the timeline keeps its day when re-dated
@@ -225,7 +225,7 @@ class EventsRun:
         return {"moves": arc_moves(self.arcs, before, state_map(phase.arc_states)), "introduced": introduced,
                 "recent": [p.model_dump(mode="json", include={"title", "description", "start", "end"})
                            for p in recent],
-                "holidays": holidays_between(self.country, self.ctx.language, phase.start, phase.end)}
+                "holidays": holidays_between(self.country, self.ctx.language, phase.start, phase.end, workdays=True)}
 
     def shown_people(self, phase: Phase) -> list[Person]:
         """Who an events answer may name as a participant: the relations and the introduced people its prompt
