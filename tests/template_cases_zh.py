@@ -107,7 +107,7 @@ def _generation(name: str) -> dict:
     return {
         "persona_enrich.j2": {"big_five": PERSONA["big_five"], "note": "一位销售总监。", "start": "2023-01-01",
                               "end": "2023-12-31", "min_relations": 5},
-        "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4},
+        "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4, "days": 75},
         "arcs_plan.j2": {"seeds": SEEDS, "per_dimension": 2, "states": 3},
         "arcs_major_events.j2": {"seeds": SEEDS, "arcs": ARCS, "count": 8, "days": 365},
         "phases_init.j2": {"arcs": ARCS, "event": EVENT_VIEW, "moves": MOVES},

@@ -100,3 +100,30 @@ def test_a_persona_file_sets_whose_holidays_its_prompts_show():
         {k: v for k, v in plain.model_dump().items() if k != "country"})), "a seed without a country keeps its hash"
     with pytest.raises(ValidationError):
         PersonaSeed.model_validate({**plain.model_dump(), "country": "usa"})
+
+
+# ---- arcs and seeds
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_seed_prompt_says_the_real_span_and_keeps_months_long_seeds_to_a_slice(language):
+    """A 3-week timeline was offered marathon, birth of a child and buying a home with no word about the span, and
+    'promotion' though the persona had been promoted before it."""
+    body = text("arcs_seeds.j2", language, days=21)
+    if language == "en":
+        assert "lasts only 21 days" in body and "a slice of it fits" in body and "already happened" in body
+    else:
+        assert "只有 21 天" in body and "某一段" in body and "已经发生过的事" in body
+
+
+def test_a_state_the_person_is_in_shows_no_trigger_and_state_0_is_caused_before_the_start():
+    """The day-0 snapshot showed an arc's state 0 "now" with the trigger "春节回乐山" (a future trip)."""
+    from template_cases_zh import MOVES
+
+    for language in ("en", "zh"):
+        moves = [{**m, "state": {**m["state"], "trigger": "FUTURE-TRIP-HOME"}} for m in MOVES]
+        assert "FUTURE-TRIP-HOME" not in text("phases_init.j2", language, moves=moves)
+        reached = [{**moves[0], "reaches": [{"index": 1, "state": {**moves[0]["state"],
+                                                                  "trigger": "THE-NEXT-TRIGGER"}}]}]
+        assert "THE-NEXT-TRIGGER" in text("phases_generate.j2", language, moves=reached), "a state to reach keeps it"
+    assert "never an event of the timeline itself" in text("arcs_plan.j2", "en")
+    assert "不能是时间线里才会发生的事" in text("arcs_plan.j2", "zh")

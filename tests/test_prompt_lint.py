@@ -379,7 +379,7 @@ def test_the_rules_a_capable_model_found_contradictory_say_what_is_meant():
     render_ = (prompts_dir() / "distractors_render.j2").read_text(encoding="utf-8")
     assert "within a few characters of each other" in render_ and "彼此相差不超过几个字" in render_
     arcs = text("arcs_plan.j2", "en") + text("arcs_plan.j2", "zh")
-    assert "its trigger lies before the start" in arcs and "发生在时间线开始之前" in arcs
+    assert "already happened before" in arcs and "之前已经发生的事" in arcs
 
 
 def test_a_zh_memory_tree_shows_its_node_types_by_their_labels():

@@ -128,7 +128,7 @@ def test_kept_seed_limit_is_capped_by_the_pool_and_the_setting():
 @pytest.mark.parametrize("language, title, description", [("en", "Seed 1", "about 1"), ("zh", "种子1", "关于1")])
 def test_seed_pool_variables_speak_the_persona_language(language, title, description):
     variables = arcs_stage.seed_pool_variables(persona(language), POOL, language, 3, 2)
-    assert list(variables) == ["persona", "pool", "keep_max", "added"]
+    assert list(variables) == ["persona", "pool", "keep_max", "added", "days"]
     label = "s1" if language == "en" else title  # a zh prompt offers the seed by its native title
     assert variables["pool"][1] == {"name": "s1", "label": label, "title": title, "description": description}
     assert (variables["keep_max"], variables["added"]) == (3, 2)
