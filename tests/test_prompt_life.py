@@ -127,3 +127,21 @@ def test_a_state_the_person_is_in_shows_no_trigger_and_state_0_is_caused_before_
         assert "THE-NEXT-TRIGGER" in text("phases_generate.j2", language, moves=reached), "a state to reach keeps it"
     assert "never an event of the timeline itself" in text("arcs_plan.j2", "en")
     assert "不能是时间线里才会发生的事" in text("arcs_plan.j2", "zh")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_one_event_need_not_hold_both_a_states_trigger_and_its_weekly_cues(language):
+    """"exactly 1 event" had to live the trigger (day 0) and show the cues (the weekend): one timestamped event
+    cannot hold both; the cues may show in a later event."""
+    from template_cases_zh import MOVES
+
+    reached = [{**MOVES[0], "reaches": [{"index": 1, "state": MOVES[0]["state"]}]}]
+    body = text("events_generate.j2", language, moves=reached, count=2)
+    assert ("in that event or in a later event" in body) if language == "en" else ("这个事件或本阶段之后的事件" in body)
+
+
+def test_a_quoted_line_may_appear_verbatim_in_its_trace():
+    """A journal line quoted by the evidence ("Treated it like a client file.") had to be copied while the rules
+    said never to copy statements."""
+    assert "may appear as quoted" in text("traces_write.j2", "en")
+    assert "可以原样出现" in text("traces_write.j2", "zh")

@@ -270,8 +270,9 @@ class EventsRun:
         done = self.ctx.collected()
         events, added = merge_newcomers([Event.model_validate(r) for r in done["events.jsonl"]],
                                         [Person.model_validate(r) for r in done["people.jsonl"]])
+        pins = self.pins.with_evidence(Evidence.model_validate(r) for r in done["evidence.jsonl"])
         return close_gaps(events, {p.id: p for p in self.phases}, self.persona.start, self.persona.end, self.limit,
-                          self.travel, self.pins), added
+                          self.travel, pins), added
 
     def fillers(self, events: list[Event]) -> list[tuple[Phase, Phase]]:
         """Per stretch still too long (outside travel): the phase holding its middle day and the window of the
