@@ -145,3 +145,26 @@ def test_a_quoted_line_may_appear_verbatim_in_its_trace():
     said never to copy statements."""
     assert "may appear as quoted" in text("traces_write.j2", "en")
     assert "可以原样出现" in text("traces_write.j2", "zh")
+
+
+def test_a_short_medium_is_planned_for_one_evidence():
+    """A photo caption of 8-40 words was asked to carry a photo, the time, the place, a partner, numbers and a quoted
+    line: the planner is told which media are short and that each carries one evidence."""
+    import datetime as dt
+
+    from test_stage_functions_qa import SECTIONS
+
+    from synth.records import Event, Evidence
+    from synth.stages import traces as traces_stage
+
+    section = SECTIONS.traces
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 7, 10), title="t",
+                  description="d", location="", participant_ids=[])
+    evidence = [Evidence(id="v", persona_id="p", event_id="e", kind="fact", statement="s", arc_ids=[])]
+    weights = {"diary": 1.0, "photo_caption": 1.0}
+    short = traces_stage.short_media(section, tuple(weights), "en")
+    assert short == {"photo_caption": 40}
+    values = traces_stage.plan_variables({}, event, evidence, 1, weights, 48, short=short)
+    assert values["short"] == [{"medium": "photo_caption", "high": 40}]
+    assert "photo_caption: at most 40 words) carries one evidence" in text("traces_plan.j2", "en", short=values["short"])
+    assert "最多 85 字）只承载 1 条证据" in text("traces_plan.j2", "zh")

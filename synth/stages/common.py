@@ -69,6 +69,17 @@ def medium_band(section: TracesSettings, medium: str, language: str) -> tuple[in
     return low, high
 
 
+# a medium whose band tops out at this many words or fewer (a photo caption, a Moments post) holds one evidence and a
+# detail or two: more would not fit its length (a caption asked to carry a scene, a place, a partner and a quote)
+SHORT_WORDS = 60
+
+
+def short_media(section: TracesSettings, media: tuple[str, ...] | list[str], language: str) -> dict[str, int]:
+    """The short media of `media` (band top at most SHORT_WORDS words) → the top of their band in `language`."""
+    return {m: medium_band(section, m, language)[1] for m in media
+            if section.medium_words.get(m, (0, section.max_words))[1] <= SHORT_WORDS}
+
+
 def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], private: bool,
                  work: bool = True, work_media: frozenset[str] | set[str] = frozenset()) -> dict[str, float]:
     """The media a planner's hint may name: none that the evidence's privacy rules out — with private evidence,

@@ -25,6 +25,7 @@ from synth.stages.common import (  # noqa: F401  (re-exported)
     media_hint,
     media_weights,
     medium_band,
+    short_media,
     suggest_media,
     work_moment,
 )
@@ -144,7 +145,8 @@ def max_delay_hours(event: Event, persona: Persona, limit: int) -> int:
 
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
                    max_delay: int, public: frozenset[str] = frozenset(), work: bool = True,
-                   work_media: frozenset[str] = frozenset(), posted: dict[str, list[str]] | None = None) -> dict:
+                   work_media: frozenset[str] = frozenset(), posted: dict[str, list[str]] | None = None,
+                   short: dict[str, int] | None = None) -> dict:
     """The planner sees the persona's media with the mix as a target (percent), which of them are public, and a
     seeded hint; it chooses each medium from the evidence's privacy (marked) and the person's habits. `problems`
     (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`)."""
@@ -154,6 +156,8 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
                                     hint_weights(weights, public, any(e.private for e in evidence), work, work_media),
                                     [e.statement for e in evidence], posted or {}),
             "public": sorted(public & set(weights)),
+            # media whose length band is short (medium → its top, in words; zh: characters): one evidence each
+            "short": [{"medium": m, "high": high} for m, high in sorted((short or {}).items()) if m in weights],
             "problems": []}
 
 
@@ -247,7 +251,8 @@ class TraceWriter:
         section = self.ctx.section
         work = work_moment(event, self.relations, self.ctx.settings.chats.work_words, context.get("holidays", []))
         variables = plan_variables(context, event, evidence, self.count, self.weights, max_delay,
-                                   self.rule.public_media, work, frozenset(section.work_media), section.posted)
+                                   self.rule.public_media, work, frozenset(section.work_media), section.posted,
+                                   short_media(section, self.media, self.ctx.language))
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)
