@@ -168,3 +168,18 @@ def test_a_short_medium_is_planned_for_one_evidence():
     assert values["short"] == [{"medium": "photo_caption", "high": 40}]
     assert "photo_caption: at most 40 words) carries one evidence" in text("traces_plan.j2", "en", short=values["short"])
     assert "最多 85 字）只承载 1 条证据" in text("traces_plan.j2", "zh")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_major_events_prompt_matches_each_transition_to_a_fitting_trigger_with_enough_days(language):
+    """A 1-2 day event had to bring states whose cues were weekly habits and whose triggers were unrelated, and one
+    event carried three arcs with unrelated triggers (they stayed flat): the planner sees each state's trigger and
+    cues and is told an event moves an arc only when it triggers it and lasts long enough."""
+    from template_cases_zh import ARCS
+
+    arcs = [{**a, "anchor_states": [{**s, "trigger": f"TRIGGER-{i}", "cues": [f"CUE-{i}"]}
+                                    for i, s in enumerate(a["anchor_states"])]} for a in ARCS]
+    body = text("arcs_major_events.j2", language, arcs=arcs)
+    assert "TRIGGER-1" in body and "CUE-1" in body and "TRIGGER-0" not in body, "state 0 is where the arc starts"
+    rule = "only when that event is (or brings) the state's trigger" if language == "en" else "就是（或带来了）那个状态的触发"
+    assert rule in body
