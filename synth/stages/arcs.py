@@ -234,7 +234,7 @@ def seed_pool_variables(persona: Persona, pool: list[SeedConcept], language: str
             "pool": [{"name": s.name, "label": label, "title": s.title_in(language),
                       "description": s.description_in(language)}
                      for s, label in zip(pool, seed_labels(pool, language), strict=True)],
-            "keep_max": keep_max, "added": added}
+            "keep_max": keep_max, "added": added, "days": (persona.end - persona.start).days + 1}
 
 
 def arc_plan_variables(persona: Persona, seeds: list[EventSeed], per_dimension: int, states: int) -> dict:
