@@ -122,3 +122,16 @@ def test_an_unanswerable_items_settled_facts_reach_the_distractor_writer_and_the
             body = "\n".join(m["content"] for m in render(name, language=language, **{
                 **values, "persona": PERSONA, "arcs": ARC_RECORDS, "question_type": "unanswerable"}))
             assert "rose by more than ten places" in body, (name, language)
+
+
+def test_a_settled_fact_is_cut_at_a_clause_end_never_mid_word():
+    from synth.stages.qa.plan_checks import clipped
+
+    fact = "2022-01-16 The laptop-free Sunday: Rachel agreed to it, then by 2:40 p.m. she had opened it for the redline."
+    cut = clipped(fact, 80)
+    assert len(cut) <= 80 and cut.endswith("…") and cut[:-1] in fact
+    assert fact[len(cut) - 1] in " ,"  # cut where a word or clause ends, never inside "2:40" or "she"
+    assert clipped("短句。", 80) == "短句。"
+    zh = "2022-01-12 选题：她把三个题目都写了说明，导师听完以后让她先交一个版本，晚上她发了条朋友圈说题目定了"
+    assert clipped(zh, 40) == zh[:zh.index("，导师") + 1] + "…"  # after its last clause end within the limit
+

@@ -29,7 +29,23 @@ def settled_facts(segment: Segment, phases: Sequence, events: Sequence) -> list[
              if lo <= e.time.date() <= hi]
     lines += [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
               if p.start <= hi and p.end >= lo]
-    return [text[:DECIDED_CHARS] for _, text in sorted(lines, key=lambda x: x[0], reverse=True)[:DECIDED_LINES]]
+    return [clipped(text, DECIDED_CHARS) for _, text in sorted(lines, key=lambda x: x[0], reverse=True)[:DECIDED_LINES]]
+
+
+_CLAUSE = re.compile(r"[.!?;,](?=\s)|[。！？；，]")
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` within `limit` characters, cut after its last sentence or clause end (else its last space, else
+    anywhere) and marked with an ellipsis: a fact cut mid-word ("by 2:40 p.m. s") leaves the planner unable to tell
+    what was settled."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    clauses = [m.end() for m in _CLAUSE.finditer(head) if m.start() > limit // 2]
+    spaces = [m.start() for m in re.finditer(r"\s", head) if m.start() > limit // 2]
+    cut = (clauses or spaces or [len(head)])[-1]
+    return head[:cut].rstrip() + "…"
 
 
 def relied_on(outline: str, segment: Segment, chosen: Sequence[int]) -> list[int]:
