@@ -307,8 +307,11 @@ def test_a_rest_day_errand_without_colleagues_gets_no_work_chat_hint():
     work = frozenset({"work_chat"})
     assert "work_chat" not in hint_weights(weights, frozenset(), False, work_moment(sunday, people, words), work)
     with_colleague = sunday.model_copy(update={"participant_ids": ["r1", "r2"]})
-    monday = sunday.model_copy(update={"time": dt.datetime(2022, 1, 10, 10)})
+    monday = sunday.model_copy(update={"time": dt.datetime(2022, 1, 10, 10), "participant_ids": []})
     assert work_moment(with_colleague, people, words) and work_moment(monday, people, words)
+    # family or friends only, or a weekday evening: not a moment for work chat (an evening call with a friend)
+    assert not work_moment(monday.model_copy(update={"participant_ids": ["r1"]}), people, words)
+    assert not work_moment(monday.model_copy(update={"time": dt.datetime(2022, 1, 10, 21)}), people, words)
     assert "work_chat" in hint_weights(weights, frozenset(), False, True, work)
     # privacy and audience together; when nothing else is left, the whole mix
     assert hint_weights({"work_chat": 1.0}, frozenset(), False, False, work) == {"work_chat": 1.0}

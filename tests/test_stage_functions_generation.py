@@ -167,6 +167,11 @@ def test_major_event_count_follows_the_rate_with_a_floor():
     assert arcs_stage.major_event_count(ARCS_SECTION, 365) == 12
     assert arcs_stage.major_event_count(ARCS_SECTION, 42) == 2, "round(1.38) is under the minimum of 2"
     assert arcs_stage.major_event_count(ARCS_SECTION.model_copy(update={"min_major_events": 9}), 5) == 5
+    # three arcs with a state to reach in three weeks: one event each, though the rate and the floor ask for one
+    one = ARCS_SECTION.model_copy(update={"min_major_events": 1, "major_events_per_year": 0})
+    assert arcs_stage.major_event_count(one, 21) == 1
+    assert arcs_stage.major_event_count(one, 21, moving_arcs=3) == 3
+    assert arcs_stage.major_event_count(one, 2, moving_arcs=3) == 2, "never more than the timeline's days"
 
 
 def test_major_event_variables_and_build_major_events():

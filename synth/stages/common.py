@@ -92,16 +92,24 @@ def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], p
     return fitting or dict(weights)
 
 
+WORK_HOURS = (8, 19)  # a weekday's working hours: an evening call with a friend is not a moment for work chat
+
+
 def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str, ...],
                 holidays: list[dict] | tuple[dict, ...] = ()) -> bool:
-    """A moment colleagues belong to: a working day (a weekday that is not a public holiday of `holidays`, the
-    calendar's {date, name} entries), or an event with someone whose relation is a work one (`people`: person id →
-    relation; `work_words` as the chats stage reads them)."""
-    day = event.time.date().isoformat()
-    if event.time.weekday() < 5 and not any(h.get("date") == day for h in holidays):
-        return True
+    """A moment colleagues belong to: an event with someone whose relation is a work one (`people`: person id →
+    relation; `work_words` as the chats stage reads them), or one spent with no one named during the working hours
+    of a working day (a weekday that is not a public holiday of `holidays`, the calendar's {date, name} entries).
+    An event with only family or friends is not one, whatever the hour (a capable writer was hinted work chat for
+    an evening video call with a friend)."""
     relations = [people.get(pid, "").lower() for pid in event.participant_ids]
-    return any(word.lower() in relation for relation in relations for word in work_words)
+    if any(word.lower() in relation for relation in relations for word in work_words):
+        return True
+    if relations:
+        return False
+    day = event.time.date().isoformat()
+    return (event.time.weekday() < 5 and WORK_HOURS[0] <= event.time.hour < WORK_HOURS[1]
+            and not any(h.get("date") == day for h in holidays))
 
 
 def posted_media(statements: list[str], posted: dict[str, list[str]], allowed: list[str]) -> list[str]:
