@@ -123,6 +123,10 @@ def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(tmp_
     assert len(prompts) == 1  # no mark of the true seed (nor of the invented one) anywhere in it
     prompt = prompts.pop()
     assert ANSWER not in prompt and "invented" not in prompt.lower() and "correct" not in prompt.lower()
+    from synth.records import LifeArc
+
+    arcs = world.read("arcs.jsonl", LifeArc)
+    assert arcs and not any(s.label in prompt for a in arcs for s in a.anchor_states[1:]), "no arc's later states"
     # the true seed's number is spread over the items, not fixed
     places = {[n for n, s in enumerate(render.shuffled(qa.model_copy(update={"id": f"q{i}"}), four(texts, 0), 1))
                if s.role == "key"][0] for i in range(40)}

@@ -66,7 +66,9 @@ def render_variables(qa: QA, persona, arcs, ordered: list[OptionSeed], feedback:
     """The renderer's prompt: the person, the question and the seeds as numbered statement lists — nothing about
     which is true, which came from the records and which was written, or what the reference answer says."""
     lo, hi = band(qa, cap)
-    return {"persona": persona, "arcs": arcs, "question_type": qa.question_type,
+    # no arcs: their anchor states tell which answer fits where the life is going, so a renderer that saw them
+    # could write the true set as the one that fits (a writer noted an option ruled out by an arc's direction)
+    return {"persona": persona, "arcs": [], "question_type": qa.question_type,
             "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
             "seeds": [{"number": n, "statements": s.statements} for n, s in enumerate(ordered, 1)],
             "min_chars": lo, "max_chars": hi, "feedback": feedback}
