@@ -12,6 +12,7 @@ import pytest
 
 from synth.config.prompts import label, labels, prompts_dir, render, sentence
 from synth.records import CANNOT_DETERMINE, QUESTION_TYPES, AnchorState, BigFive, LifeArc, Persona, Relation, Snapshot
+from synth.stages.trace_context import moment_arcs
 
 # Words the model must read literally: JSON field names of the output schemas and JSON literals. An English word
 # outside this list (or an id not shown beside its native label) is a leftover.
@@ -89,7 +90,7 @@ TRACES = [{"medium": m, "time": "2023-02-06T21:00", "content": "今天的周会�
 QA_EVIDENCE = [{"index": n + 1, "date": "2023-02-06", "kind": e["kind"], "statement": e["statement"],
                 "recent": n == 0, "media": MEDIA[:2]} for n, e in enumerate(EVIDENCE)]
 CHOICES = [{"id": c, "text": "我先让大家说困难。"} for c in "ABCDE"]
-TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE,
+TRACE_CONTEXT = {"arcs": ARCS, "moment_arcs": moment_arcs(ARCS, None), "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE,
                  "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False}
 QUESTION = {"question": "周会后你对带团队的看法有什么变化？", "question_time": "2023-02-08T20:00"}
 STYLE = {"formality": 3, "verbosity": 4, "humour": 2, "jargon": 1, "emoji": 3, "directness": 5, "warmth": 4,
