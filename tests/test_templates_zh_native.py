@@ -186,7 +186,7 @@ def _qa(name: str, question_type: str) -> dict | None:
     return {
         "qa_plan.j2": {**common, **window, "max_delay_days": 23, "hours": (7, 22),
                        "planned": [{"question_type": "comparison", "outline": "周会前后的对比。",
-                                    "evidence_ids": ["v0"], "statements": ["周会上她让每个人先说自己的困难。"]}]},
+                                    "evidence": [1]}]},
         "qa_duration.j2": {**common, "arc": ARC_RECORDS[0], "question_time": "2023-02-08T20:00", "days": 5,
                            "convention": "calendar_days_between",
                            "moments": [{"statement": "周会上她让每个人先说自己的困难。", "traces": TRACES[:1]}] * 2},

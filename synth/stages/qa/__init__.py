@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.config import question_types
 from synth.config.settings import PromptsSettings, QASettings
+from synth.core.tokens import estimate_tokens
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life import relations
 from synth.life.windows import (
@@ -164,20 +165,38 @@ def segment_variables(common: dict, arc: LifeArc, segment: Segment, question_typ
 
 
 def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str,
-                   traces: dict[str, Trace], max_delay_days: int, planned: Sequence[dict] = ()) -> dict:
+                   traces: dict[str, Trace], max_delay_days: int, planned: Sequence[dict] = (),
+                   planned_tokens: int | None = None) -> dict:
     """`planned`: the feasible plans of earlier types on this arc (`planned_outline`); the planner sees those that
     share evidence with this segment, so it picks other evidence or another angle instead of a twin item."""
-    here = {e.evidence_id for e in segment.evidence}
-    overlapping = [p for p in planned if here & set(p["evidence_ids"])]
     return {**segment_variables(common, arc, segment, question_type), "evidence": _entries(segment, None, traces),
-            "max_delay_days": max_delay_days, "hours": HOURS, "planned": overlapping}
+            "max_delay_days": max_delay_days, "hours": HOURS,
+            "planned": shared_plans(planned, segment, planned_tokens)}
+
+
+def shared_plans(planned: Sequence[dict], segment: Segment, budget: int | None) -> list[dict]:
+    """The earlier plans a planner of `segment` sees: those sharing its evidence, each with the numbers of the
+    shared evidence in the segment's list (not the statements again), the most shared first, then the latest,
+    while their outlines fit in `budget` tokens (None: all) — an arc's plans pile up over the types, the prompt
+    does not."""
+    number = {e.evidence_id: i for i, e in enumerate(segment.evidence, 1)}
+    shared = [(k, p, sorted(number[i] for i in set(p["evidence_ids"]) if i in number)) for k, p in enumerate(planned)]
+    ranked = sorted((s for s in shared if s[2]), key=lambda s: (-len(s[2]), -s[0]))
+    shown, used = [], 0
+    for _, plan, numbers in ranked:
+        cost = estimate_tokens(plan["outline"]) + 4 * len(numbers) + 8
+        if budget is not None and used + cost > budget:
+            continue
+        used += cost
+        shown.append({"question_type": plan["question_type"], "outline": plan["outline"], "evidence": numbers})
+    return shown
 
 
 def planned_outline(plan: Plan, segment: Segment) -> dict:
-    """A feasible plan as later planners of the same arc see it: its type, outline and evidence statements."""
+    """A feasible plan as later planners of the same arc see it: its type, outline and evidence ids."""
     chosen = [segment.evidence[i - 1] for i in plan.evidence]
     return {"question_type": plan.question_type, "outline": plan.outline,
-            "evidence_ids": [e.evidence_id for e in chosen], "statements": [e.statement for e in chosen]}
+            "evidence_ids": [e.evidence_id for e in chosen]}
 
 
 def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen: list[int]) -> str:
@@ -299,7 +318,7 @@ class Planner:
     async def plan(self, question_type: str, segment: Segment, planned: Sequence[dict] = ()) -> Records:
         delay = self.section.max_question_delay_days
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
-                                   delay, planned)
+                                   delay, planned, self.section.planned_tokens)
         answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay))
         return {"plans": [build_plan(answer, question_type, segment)]}
 
