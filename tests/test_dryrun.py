@@ -21,11 +21,11 @@ from synth.stages import STAGES
 PERSONAS = Path(__file__).resolve().parents[1] / "personas"
 
 
-def fake_run_calls(out: Path, monkeypatch) -> dict[str, int]:
+def fake_run_calls(out: Path, monkeypatch, config: Path | None = None) -> dict[str, int]:
     """provider_calls per stage of a real run with the fake provider (what `synth run --provider fake` does), with
     traces of the length the dry run gives them (tiny: (30 + 120) // 2 words), so every request is the same."""
     monkeypatch.setenv("SYNTH_FAKE_CONTENT_WORDS", "75")
-    session = pipeline.open_session(out, [PERSONAS], [], "tiny", "fake", None, None, None, None, None, None)
+    session = pipeline.open_session(out, [PERSONAS], [], "tiny", "fake", None, None, None, None, None, config)
     try:
         asyncio.run(pipeline.run_stages(session, STAGES.order(), show_progress=False))
     except (SynthError, ExceptionGroup):
@@ -50,8 +50,11 @@ def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     buffer = io.StringIO()
+    # a few plans per type, so that some item reaches distractors and filter whatever the fake's random verdicts
+    config = tmp_path / "more_plans.toml"
+    config.write_text("[qa]\nplans_per_type = 4\n", encoding="utf-8")
     result = dry_run(preset="tiny", provider="anthropic", model="claude-haiku-4-5", base_url=None,
-                     personas=[PERSONAS], persona=[], config=None, batch=True,
+                     personas=[PERSONAS], persona=[], config=config, batch=True,
                      console=Console(file=buffer, width=160), realistic=False)  # the plain fake's answers, as below
     assert connects == []
     assert result["provider"] == "anthropic" and result["model"] == "claude-haiku-4-5"
@@ -62,7 +65,7 @@ def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
     # translate makes no call when the personas are released in their own language only (tiny's default), nor
     # do chats and lifelog when the sources are written only (tiny's default), nor variants (tiny asks for no set)
     assert set(result["stages"]) == set(STAGES.order()) - {"translate", "chats", "lifelog", "variants"}
-    expected = fake_run_calls(tmp_path / "real", monkeypatch)
+    expected = fake_run_calls(tmp_path / "real", monkeypatch, config)
     assert {s: e["calls"] for s, e in result["stages"].items()} == {s: n for s, n in expected.items() if n}
 
     total = result["total"]

@@ -221,6 +221,8 @@ class QASettings(Section):
     plans_per_type: int = knob("planning calls per type (spread over the active segments)", ge=0)
     max_segment_evidence: int = knob("at most this many evidence of a segment go into the plan prompt, chosen over "
                                      "the arc's whole span", ge=1)
+    planned_tokens: int = knob("the plans of earlier types on the arc a plan prompt shows (those sharing its "
+                               "evidence, the most shared first) fit in this many tokens", ge=0)
     question_grace_days: int = knob("a question may be asked this many days after the timeline ends", ge=0)
     max_question_delay_days: int = knob("the plan's ask_after_days maximum (days after the newest needed trace)",
                                         ge=0)

@@ -31,6 +31,7 @@ from synth.stages.trace_context import (  # noqa: F401  (re-exported)
     MomentContext,
     arcs_so_far,
     event_context,
+    moment_arcs,
     reached_states,
     snapshot_history,
 )
