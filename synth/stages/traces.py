@@ -3,7 +3,6 @@ what exists at the event's time: the snapshot history so far and the anchor stat
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from functools import lru_cache, partial
 from typing import Literal
@@ -11,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import TracesSettings
+from synth.core import chain
 from synth.core.errors import InputError
 from synth.core.tokens import estimate_tokens
 from synth.engine.stage import Records, Stage, StageContext
@@ -26,6 +26,7 @@ from synth.stages.trace_context import (  # noqa: F401  (re-exported)
     reached_states,
     snapshot_history,
 )
+from synth.stages.trace_schedule import VoiceBoard, voice_reference, voice_waves  # noqa: F401  (re-exported)
 
 
 @lru_cache(maxsize=None)
@@ -175,9 +176,10 @@ def build_trace(answer: TraceText, plan: BaseModel, event: Event, carried: list[
 # ------------------------------------------------------------------------------------------------ stage
 
 class TraceWriter:
-    """What the units of one persona share; a unit plans one event's traces, then writes them concurrently."""
+    """What the units of one persona share; a unit plans one event's traces, then writes them concurrently, each
+    as soon as the traces it reads for its voice are written (`board`: synth.stages.trace_schedule)."""
 
-    def __init__(self, ctx: StageContext) -> None:
+    def __init__(self, ctx: StageContext, board: VoiceBoard) -> None:
         self.ctx = ctx
         self.persona = ctx.persona
         self.phases = ctx.phases
@@ -190,8 +192,7 @@ class TraceWriter:
         self.weights = media_weights(section, ctx.language)
         self.media = tuple(sorted(self.weights))
         self.moment = MomentContext(ctx)  # the registry, holidays and stretch each event's prompts show
-        self.written: list[Trace] = []  # traces of earlier waves: the voice reference
-        self.voice = (section.voice_examples, section.voice_chars)
+        self.board = board
         self.delay_limit = section.max_delay_hours
         self.persona_view = self.persona.model_dump(mode="json")
         self.arcs, self.majors = ctx.arcs, ctx.major_events
@@ -204,6 +205,12 @@ class TraceWriter:
         self.private_medium = max(sorted(private), key=private.get) if private else None
 
     async def event(self, event: Event) -> Records:
+        try:
+            return await self._event(event)
+        finally:
+            self.board.settle(event.id)  # a failed unit's traces are nobody's voice: its readers look further back
+
+    async def _event(self, event: Event) -> Records:
         evidence = self.evidence_by_event.get(event.id, [])
         if not evidence:
             return {"traces.jsonl": []}
@@ -213,7 +220,9 @@ class TraceWriter:
         context = event_context(self.persona_view, arcs, snapshot_history(self.phases, at), event,
                                 self.moment.extra(event, self.phases[at], evidence, max_delay))
         plans, routed, how = await self.plan(context, event, evidence, max_delay)
-        texts = await asyncio.gather(*(
+        self.board.planned(event.id, [(mint_id(event.id, "trace", k), medium,
+                                       trace_time(event, plans[k].delay_hours, max_delay)) for k, medium, _ in routed])
+        texts = await chain.gather(*(
             self.write(context, event, plans[k], medium, [evidence[i - 1] for i in indices], k, max_delay)
             for k, medium, indices in routed
         ))
@@ -249,7 +258,7 @@ class TraceWriter:
         again with those statements named as hidden, at most `privacy_repairs` times — what is left is kept and
         reported by `synth validate` and `synth stats`."""
         time = trace_time(event, plan.delay_hours, max_delay)
-        voice = voice_reference(self.written, medium, time, *self.voice)
+        voice = await self.board.reference(event.id, medium, time)
         words = medium_band(self.ctx.section, medium, self.ctx.language)
         variables = write_variables(context, plan, carried, time, words, voice, medium)
         tokens = answer_tokens(self.ctx, 3 * words[1] + 200)
@@ -264,6 +273,7 @@ class TraceWriter:
                 break
             rewrites += 1
             variables = {**variables, "hidden": [self.privacy.evidence[i].statement for i in leaks or flagged]}
+        self.board.written(trace)  # the text is final: a later trace may read it as its voice
         return trace.model_copy(update={"privacy_rewrites": rewrites, "privacy_flagged": flagged,
                                         "privacy_judged": self.judges(trace)})
 
@@ -293,23 +303,6 @@ def has_content(answer: TraceText) -> None:
         raise ValueError("content: empty — write the trace itself")
 
 
-def voice_waves(events: list[Event], start: dt.date, wave_days: int) -> list[list[Event]]:
-    """Events grouped into consecutive stretches of `wave_days` (time order): the traces of one wave are written
-    concurrently, after every earlier wave, so a writer can read the person's earlier traces (its voice)."""
-    waves: dict[int, list[Event]] = {}
-    for event in sorted(events, key=lambda e: (e.time, e.id)):
-        waves.setdefault((event.time.date() - start).days // max(1, wave_days), []).append(event)
-    return [waves[k] for k in sorted(waves)]
-
-
-def voice_reference(written: list[Trace], medium: str, before: dt.datetime, count: int, chars: int) -> list[dict]:
-    """The person's latest `count` traces of `medium` written before `before`, oldest first, each cut to `chars`:
-    the writer's voice reference."""
-    same = sorted((t for t in written if t.medium == medium and t.time < before), key=lambda t: (t.time, t.id))
-    return [{"time": t.time.isoformat(timespec="minutes"), "content": t.content[:chars]}
-            for t in same[len(same) - count:]] if count > 0 else []
-
-
 async def run(ctx: StageContext) -> None:
     if "written" in ctx.settings.sources:
         await write_traces(ctx)
@@ -332,15 +325,18 @@ async def run(ctx: StageContext) -> None:
 
 
 async def write_traces(ctx: StageContext) -> None:
-    writer = TraceWriter(ctx)
+    """Every event at once: a trace waits only for the plans and traces its voice reference needs (VoiceBoard)."""
     section: TracesSettings = ctx.section
-    if section.voice_examples <= 0:
-        await ctx.units([(event.id, partial(writer.event, event)) for event in ctx.events])
-        return
-    for wave in voice_waves(ctx.events, ctx.persona.start, section.voice_wave_days):
-        await ctx.units([(event.id, partial(writer.event, event)) for event in wave])
-        for event in wave:
-            writer.written += ctx.done_records(event.id, "traces.jsonl", Trace) or []
+    board = VoiceBoard(ctx.events, ctx.persona.start, section.voice_wave_days, section.voice_examples,
+                       section.voice_chars)
+    writer = TraceWriter(ctx, board)
+    events = ctx.events if section.voice_examples <= 0 else [
+        event for wave in voice_waves(ctx.events, ctx.persona.start, section.voice_wave_days) for event in wave]
+    for event in events:
+        done = ctx.done_records(event.id, "traces.jsonl", Trace)
+        if done is not None:  # finished by an earlier run: readable at once
+            board.finished(event.id, done)
+    await ctx.units([(event.id, partial(writer.event, event)) for event in events])
 
 
 async def _as_traces(traces: list[Trace]) -> Records:
