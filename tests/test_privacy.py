@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import re
 from types import SimpleNamespace
 
 from handmade import PID, trace_inputs
@@ -101,6 +102,14 @@ def _text(content: str) -> str:
     return json.dumps({"content": content})
 
 
+def _by_event(queues: dict[str, list[str]]):
+    """Each request answered from the queue of the event its prompt shows: the events' units run side by side (a
+    trace waits only for the traces its voice reference reads), so one queue for both would be taken in any order."""
+    def answer(request) -> str:
+        return queues[re.search(r': "(e_\w+)": ', request.messages[-1]["content"]).group(1)].pop(0)
+    return answer
+
+
 def test_a_public_plan_of_private_evidence_is_replanned_then_rerouted_by_code(tmp_path):
     _inputs(tmp_path / PID, [], [_evidence("ev1", "e_late", ERRAND, False), _evidence("ev2", "e_late", HIDDEN, True)])
     stubborn = _plans("social_post", [1, 2])
@@ -121,13 +130,13 @@ def test_a_public_trace_that_gives_away_a_private_statement_is_rewritten(tmp_pat
     early = [_evidence("ev1", "e_quiet", HIDDEN, True)]
     late = [_evidence("ev2", "e_late", ERRAND, False)]
     _inputs(tmp_path / PID, early, late)
-    script = [_plans("diary", [1]), _text("Dear diary: " + HIDDEN),  # the quiet event: its private diary
-              _plans("social_post", [1]), _text(LEAKING), _text(CLEAN)]  # the late one: a post that leaks once
-    fake = run_stage(tmp_path, "traces", config=CONFIG, replies={"traces": script})
-    assert not fake.unused()
-    rewrite = fake.seen[-1]
+    script = {"e_quiet": [_plans("diary", [1]), _text("Dear diary: " + HIDDEN)],  # its private diary
+              "e_late": [_plans("social_post", [1]), _text(LEAKING), _text(CLEAN)]}  # a post that leaks once
+    fake = run_stage(tmp_path, "traces", config=CONFIG, replies={"traces": _by_event(script)})
+    assert script == {"e_quiet": [], "e_late": []}, "every scripted answer was asked for"
+    first, rewrite = [r for r in fake.seen if '"e_late"' in r.messages[-1]["content"]][-2:]
     assert rewrite.sample == 1 and HIDDEN in rewrite.messages[-1]["content"], "the rewrite names what to keep hidden"
-    assert HIDDEN not in fake.seen[-2].messages[-1]["content"], "a first draft is not primed with the secret"
+    assert HIDDEN not in first.messages[-1]["content"], "a first draft is not primed with the secret"
     traces = {t.event_id: t for t in read_records(tmp_path / PID / "traces.jsonl", Trace)}
     post = traces["e_late"]
     assert (post.medium, post.content, post.privacy_rewrites) == ("social_post", CLEAN, 1)
@@ -195,12 +204,12 @@ def test_the_judge_catches_a_paraphrase_the_word_check_misses(tmp_path):
     _inputs(tmp_path / PID, early, late)
     paraphrase = "Rough week: broke down at work after my request to move to the children's ward was turned down."
     verdict = lambda revealed: json.dumps({"revealed": revealed, "reason": "r"})  # noqa: E731
-    script = {"traces": [_plans("diary", [1]), _text("Dear diary: " + HIDDEN),
-                         _plans("social_post", [1]), _text(paraphrase), _text(CLEAN)],
-              "traces_privacy": [verdict([1]), verdict([])]}
+    queues = {"e_quiet": [_plans("diary", [1]), _text("Dear diary: " + HIDDEN)],
+              "e_late": [_plans("social_post", [1]), _text(paraphrase), _text(CLEAN)]}
+    script = {"traces": _by_event(queues), "traces_privacy": [verdict([1]), verdict([])]}
     config = CONFIG.replace("privacy_repairs = 1", "privacy_repairs = 2").replace("judge = false", "judge = true")
     fake = run_stage(tmp_path, "traces", config=config, replies=script)
-    assert not fake.unused()
+    assert not fake.unused() and queues == {"e_quiet": [], "e_late": []}
     judges = [r for r in fake.seen if r.task == "traces_privacy"]
     assert len(judges) == 2 and HIDDEN in judges[0].messages[-1]["content"]
     assert paraphrase in judges[0].messages[-1]["content"] and judges[0].settings.temperature == 0.0
