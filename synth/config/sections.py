@@ -101,8 +101,9 @@ class TracesSettings(Section):
     voice_examples: int = knob("the person's latest traces of the same medium shown to the writer as a voice "
                                "reference", ge=0)
     voice_chars: int = knob("each voice example cut to this many characters", ge=1)
-    voice_wave_days: int = knob("traces are written in waves of this many days (concurrent inside a wave), each "
-                                "after the earlier ones so their traces can be the voice reference", ge=1)
+    voice_wave_days: int = knob("the voice reference comes from an earlier stretch of this many days (counted from "
+                                "the timeline's start): traces of one stretch do not read each other, so they are "
+                                "written side by side; a trace waits only for the traces it reads", ge=1)
     registry_days: int = knob("the registry a prompt shows: whom the moment names, then those seen in the last this "
                               "many days, most recent first (synth.life.registry_view)", ge=0)
     registry_tokens: int = knob("... while their lines fit in this many tokens", ge=0)
