@@ -116,8 +116,47 @@ def test_the_dry_run_sizes_its_own_fake_and_leaves_the_environment_alone(monkeyp
         made.append(self)
 
     monkeypatch.setattr(FakeProvider, "__init__", spy)
-    requests, _, _, error, _ = fake_requests("tiny", [PERSONAS], [], None, conf.resolve_route("fake", None))
+    requests, _, _, error, _, _ = fake_requests("tiny", [PERSONAS], [], None, conf.resolve_route("fake", None))
     assert error is None and requests
     assert "SYNTH_FAKE_CONTENT_WORDS" not in os.environ
     # the session's plain fake and the dry run's own (synth.pipeline.dryrun_fake) that takes its place
     assert {p.content_words for p in made} == {(30 + 120) // 2}  # tiny's min_words and max_words
+
+
+def test_a_trace_text_is_priced_at_its_length_and_a_plan_at_the_table():
+    """The planner and the writer share the `traces` task; the writer's answer is the trace itself, so it is priced
+    at the length the dry run's fake wrote (the configured trace length), the plan at the task's table value."""
+    route = conf.resolve_route("openai", "gpt-4o-mini")
+    plan, write = request("traces", "p", "plan"), request("traces", "p", "write")
+    write.json_schema = {"properties": {"content": {"type": "string"}}}
+    out = price_requests([plan, write], {"traces": "traces"}, {"traces": route}, {"traces": 700},
+                         {id(write): 270})
+    assert out["traces"].output_tokens == 700 + 270
+    assert price_requests([write], {"traces": "traces"}, {"traces": route}, {"traces": 700})["traces"].output_tokens \
+        == 700, "without a measured size the table holds"
+
+
+def test_the_dry_run_fake_writes_fields_at_a_capable_models_lengths():
+    """Field lengths come from a capable model's answers (FIELD_WORDS, LIST_ITEMS), not from a share of the task's
+    output: a concern is a few words, an evidence statement touches one arc, a trace's text has the configured length
+    and is recorded for pricing."""
+    from pydantic import create_model
+
+    from synth.pipeline.dryrun_fake import FIELD_WORDS, DryRunFake
+
+    profile = create_model("P", personality=(str, ...), concerns=(list[str], ...), arcs=(list[str], ...))
+    text = create_model("T", content=(str, ...))
+    fake = DryRunFake({"persona": 2000}, 0, 0, 300, content_words=120)
+
+    def ask(task: str, model) -> tuple[LLMRequest, dict]:
+        sent = LLMRequest(task=task, messages=[{"role": "user", "content": "go"}],
+                          json_schema=model.model_json_schema())
+        return sent, json.loads(asyncio.run(fake.complete(sent, "fake")).text)
+
+    _, answer = ask("persona", profile)
+    assert answer["concerns"] and all(len(c.split()) == FIELD_WORDS["concerns"] for c in answer["concerns"])
+    assert len(answer["personality"].split()) == FIELD_WORDS["personality"]
+    assert len(answer["arcs"]) <= 1
+    sent, written = ask("traces", text)
+    assert len(written["content"].split()) >= 100
+    assert fake.text_tokens[id(sent)] >= 100, "the trace's size is kept for the pricing"
