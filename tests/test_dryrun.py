@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import socket
@@ -49,15 +50,24 @@ def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
         raise OSError("the dry run must not open a connection")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
+    # tiny's prefixes are shorter than any vendor caches (cache_min_tokens): priced as if it cached them, so the
+    # caching columns are exercised
+    resolve = conf.resolve_route
+
+    def no_floor(*args, **kwargs):
+        route = resolve(*args, **kwargs)
+        return dataclasses.replace(route, prices=tuple(p for p in route.prices if p[0] != "cache_min_tokens"))
+
+    monkeypatch.setattr(conf, "resolve_route", no_floor)
     buffer = io.StringIO()
     # a few plans per type, so that some item reaches distractors and filter whatever the fake's random verdicts
     config = tmp_path / "more_plans.toml"
     config.write_text("[qa]\nplans_per_type = 4\n", encoding="utf-8")
-    result = dry_run(preset="tiny", provider="anthropic", model="claude-haiku-4-5", base_url=None,
+    result = dry_run(preset="tiny", provider="anthropic", model="claude-sonnet-4-5", base_url=None,
                      personas=[PERSONAS], persona=[], config=config, batch=True,
                      console=Console(file=buffer, width=160), realistic=False)  # the plain fake's answers, as below
     assert connects == []
-    assert result["provider"] == "anthropic" and result["model"] == "claude-haiku-4-5"
+    assert result["provider"] == "anthropic" and result["model"] == "claude-sonnet-4-5"
     assert "dry run" in buffer.getvalue() and "total" in buffer.getvalue()
     monkeypatch.undo()
 
@@ -73,7 +83,7 @@ def test_dry_run_calls_no_model_and_matches_a_fake_run(tmp_path, monkeypatch):
     assert 0 < total["usd_batch_cache"] < total["usd_cache"] < total["usd"]
     assert total["usd_batch"] == pytest.approx(total["usd"] / 2)
     assert 0 < total["cached_input_tokens"] < total["input_tokens"]
-    route = conf.resolve_route("anthropic", "claude-haiku-4-5")
+    route = conf.resolve_route("anthropic", "claude-sonnet-4-5")
     plain = route.cost(total["input_tokens"], total["output_tokens"])
     assert total["usd"] == pytest.approx(plain)
 
@@ -85,19 +95,22 @@ def request(task: str, system: str, user: str, max_tokens: int = 4096) -> LLMReq
 
 def test_pricing_caches_a_repeated_prefix_per_task_and_uses_the_output_table():
     route = conf.resolve_route("anthropic", "claude-haiku-4-5")
-    prefix = "profile " * 400  # 800 tokens by the 4-characters estimate
+    prefix = "profile " * 2100  # 4,200 tokens by the 4-characters estimate: past haiku-4-5's cache_min_tokens
     reqs = [request("traces_write", prefix, "write one"), request("traces_write", prefix, "write two"),
             request("traces_plan", prefix, "plan"), request("qa_write", "other", "q", max_tokens=100)]
     stage_of = {"traces_write": "traces", "traces_plan": "traces", "qa_write": "qa"}
     out = price_requests(reqs, stage_of, {t: route for t in stage_of}, {"traces_write": 1000, "qa_write": 500})
     traces, qa = out["traces"], out["qa"]
     assert traces.calls == 3 and qa.calls == 1
-    assert traces.cached_input_tokens == 800  # only the second traces_write reads the prefix
+    assert traces.cached_input_tokens == 4200  # only the second traces_write reads the prefix
     assert traces.output_tokens == 1000 + 1000 + DEFAULT_OUTPUT_TOKENS
     assert qa.output_tokens == 100  # capped at the request's max_tokens
-    write_cost = route.cost(traces.input_tokens, traces.output_tokens, 800, 1600)
+    write_cost = route.cost(traces.input_tokens, traces.output_tokens, 4200, 8400)
     assert traces.usd_cache == pytest.approx(write_cost)
     assert traces.usd_batch_cache == pytest.approx(write_cost / 2)
+    short = [request("qa_write", "profile " * 2000, "q"), request("qa_write", "profile " * 2000, "q")]
+    assert price_requests(short, stage_of, {t: route for t in stage_of}, {})["qa"].cached_input_tokens == 0, \
+        "a prefix shorter than the model's cache_min_tokens (4,096) is never cached"
 
 
 def test_the_dry_run_sizes_its_own_fake_and_leaves_the_environment_alone(monkeypatch):

@@ -3,8 +3,9 @@
 Output tokens come from a per-task table in the config (`[defaults.dry_run.output_tokens]`, task → tokens), except
 an answer that is a text of configured length and nothing else (a trace's `content`): it is priced at the length
 the dry run's fake wrote, so the planner and the writer of one task are not priced alike. Input tokens are those
-of the rendered prompt. Prompt caching is
-estimated per task: the first request with a given system prefix writes it to the cache, every later one reads it.
+of the rendered prompt. Prompt caching is estimated per task: the first request with a given system prefix writes
+it to the cache, every later one reads it — when the prefix is at least the model's `cache_min_tokens` (a
+provider caches nothing shorter).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def price_requests(requests: Iterable[LLMRequest], stage_of: dict[str, str], rou
         out = sized.get(id(request)) or int(output_tokens.get(request.task, DEFAULT_OUTPUT_TOKENS))
         out = min(out, request.settings.max_tokens)
         cached = written = 0
-        if request.system:
+        if request.system and estimate_tokens(request.system) >= route_of[request.task].price("cache_min_tokens"):
             prefix = (request.task, request.system)
             if prefix in seen_prefixes:
                 cached = estimate_tokens(request.system)
