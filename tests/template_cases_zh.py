@@ -39,10 +39,10 @@ FIELD_NAMES = {
     # the profile family's 2×2 options (issue 17)
     "fact", "style", "both_right", "style_wrong", "fact_wrong", "both_wrong",
     # the lifelog plan's answers and agenda kinds (issue 17)
-    "themes", "key_events", "agenda", "work", "routine", "leisure", "social", "errand", "event",
+    "themes", "key_events", "agenda", "event",
     # relation-controlled variants (issue 18)
     "target", "variants", "condition", "signal", "query", "correct_answers", "wrong_answers", "recoverable",
-    "implicit", "CORRECT", "WRONG",
+    "implicit",
 }
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z_]+(?![A-Za-z0-9_])")
 # Templates that take no language: the provider-level JSON-schema hint (a schema, not prose for the persona).
@@ -109,7 +109,7 @@ def _generation(name: str) -> dict:
     return {
         "persona_enrich.j2": {"big_five": PERSONA["big_five"], "note": "一位销售总监。", "start": "2023-01-01",
                               "end": "2023-12-31", "min_relations": 5},
-        "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4},
+        "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4, "days": 75},
         "arcs_plan.j2": {"seeds": SEEDS, "per_dimension": 2, "states": 3},
         "arcs_major_events.j2": {"seeds": SEEDS, "arcs": ARCS, "count": 8, "days": 365},
         "phases_init.j2": {"arcs": ARCS, "event": EVENT_VIEW, "moves": MOVES},
@@ -117,7 +117,7 @@ def _generation(name: str) -> dict:
                                "start_day": 7, "low": 7, "high": 7, "start_date": "2023-02-08", "previous": PHASE,
                                "moves": MOVES, "people": [NEWCOMER], "holidays": HOLIDAYS, "newcomers": 2},
         "phases_update.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP, "phase": PHASE, "moves": MOVES},
-        "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "days": 7, "count": 6,
+        "events_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "phase": PHASE, "window": PHASE, "days": 7, "count": 6,
                                "min_evidence": 2, "max_evidence": 4, "people": ["周建国", "陈露"], "moves": MOVES,
                                "introduced": [NEWCOMER], "recent": [PHASE], "holidays": HOLIDAYS, "newcomers": 1},
         "chats_day.j2": CHAT_DAY,
@@ -145,7 +145,8 @@ def _generation(name: str) -> dict:
         "traces_plan.j2": {**TRACE_CONTEXT, "count": 2, "media": MEDIA, "max_delay": 48,
                            "targets": {m: 5 for m in MEDIA}, "suggested": MEDIA[:2], "public": ["moments", "weibo"],
                            "problems": [{"trace": 1, "medium": "weibo", "evidence": 2},
-                                        {"trace": 0, "medium": "", "evidence": 2}]},
+                                        {"trace": 0, "medium": "", "evidence": 2}],
+                           "short": [{"medium": "moments", "high": 85}]},
         "traces_privacy.j2": {"medium": "moments", "content": "今天开完会在车里坐了很久。",
                               "statements": ["她在车里哭了一场，觉得自己带不好团队。"]},
         "traces_write.j2": {**TRACE_CONTEXT, "medium": "search_history", "intent": "查资料", "audience": "自己",
@@ -178,6 +179,7 @@ VARIANT_TEMPLATES = {
 
 def _qa(name: str, question_type: str) -> dict | None:
     unanswerable = question_type == "unanswerable"
+    settled = ["2023-02-06 周会: 她宣布新的排班表从下个月开始。"] if unanswerable else []
     common = {"persona": PERSONA, "arcs": ARC_RECORDS, "question_type": question_type}
     window = {"arc": ARC_RECORDS[0], "window_start": "2023-01-01", "window_end": "2023-03-01",
               "evidence": QA_EVIDENCE}
@@ -203,7 +205,7 @@ def _qa(name: str, question_type: str) -> dict | None:
                         "absent_topic": "奖金数额", "question_time": "2023-02-08T20:00", "max_answer_chars": 120},
         "distractors_write.j2": {**common, **QUESTION, "dimension": "opinion", "answer": "我更愿意先听。",
                                  "unanswerable": unanswerable, "cannot_determine": CANNOT_DETERMINE["zh"],
-                                 "evidence": QA_EVIDENCE, "traces": TRACES, "target_chars": 20,
+                                 "evidence": QA_EVIDENCE, "traces": TRACES, "target_chars": 20, "settled": settled,
                                  "feedback": [{"round": 1, "kinds": ["key_longest", "key_central"],
                                                "reason": "太长。", "blind_correct": True, "unsupported": "C"}]},
         "distractors_validate.j2": {**QUESTION, "choices": CHOICES},
@@ -221,9 +223,10 @@ def _qa(name: str, question_type: str) -> dict | None:
                                  "candidate": "我先听大家说。"},
         "distractors_verify.j2": {**QUESTION, "choices": CHOICES, "correct": "B", "unanswerable": unanswerable,
                                   "evidence": QA_EVIDENCE, "traces": TRACES,
-                                  "style_of": "周建国" if question_type == "factual" else ""},
+                                  "style_of": "周建国" if question_type == "factual" else "", "settled": settled},
         "filter_sufficiency.j2": {**QUESTION, "question_type": question_type, "answer": "我更愿意先听。",
-                                  "unanswerable": unanswerable, "evidence": QA_EVIDENCE, "traces": TRACES},
+                                  "unanswerable": unanswerable, "evidence": QA_EVIDENCE, "traces": TRACES,
+                                  "settled": settled},
         "filter_blind.j2": {**QUESTION, "choices": CHOICES},
         "filter_single_trace.j2": {**QUESTION, "choices": CHOICES, "traces": TRACES},
         "filter_unique.j2": {**QUESTION, "answer": "我更愿意先听。", "traces": TRACES},
@@ -259,7 +262,8 @@ def templates() -> list[str]:
                   if not p.name.startswith("_") and p.name not in LANGUAGE_FREE)
 
 
-def renders(name: str, joined: bool = True) -> list:
+def scripted(name: str) -> list[dict]:
+    """The scripted variables a template is rendered with (one set per question type where they differ)."""
     generation = _generation(name)
     if generation is not None:
         values = [{"persona": PERSONA, **generation} if name != "persona_enrich.j2" else generation]
@@ -267,7 +271,11 @@ def renders(name: str, joined: bool = True) -> list:
         values = [v for t in QUESTION_TYPES if (v := _qa(name, t)) is not None]
         values = values[:1] if values and all(v == values[0] for v in values) else values
     assert values, f"prompts/{name}: no scripted variables in this test — add them so its zh render is checked"
-    rendered = [render(name, language="zh", **v) for v in values]
+    return values
+
+
+def renders(name: str, joined: bool = True) -> list:
+    rendered = [render(name, language="zh", **v) for v in scripted(name)]
     return ["\n".join(m["content"] for m in r) for r in rendered] if joined else rendered
 
 

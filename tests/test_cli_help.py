@@ -43,3 +43,5 @@ def test_eval_help_lists_every_built_in_choice_and_the_shipped_defaults():
 def test_no_help_text_has_an_empty_placeholder(path):
     text = _help(*path)
     assert "()" not in text and "from )" not in text and "from ;" not in text, f"synth {' '.join(path)} --help: {text}"
+    # a code span that lost its start to rich's markup ("`[qa] types`" shown as "` types`")
+    assert not re.search(r"`\s+\w[^`]*`", text), f"synth {' '.join(path)} --help: {text}"

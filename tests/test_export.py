@@ -195,8 +195,9 @@ def test_stats_print_and_plot(tmp_path, dataset):
     assert sum(data["rejected_by_filter"].values()) == len(rejected)
     assert data["by_medium"] == {"diary": 20, "message_thread": 10}
     assert data["personas"][PID]["trace_tokens"] == 20 * 40 + 10 * 30
-    graded = [i for i in final if i.question_type != "unanswerable"]
-    assert abs(sum(data["positions"].values()) - 1.0) < 1e-3 if graded else True
+    # the key's position is counted over answerable items kept as multiple choice (an open-only item has none)
+    graded = [i for i in final if i.question_type != "unanswerable" and "mcq" in i.formats]
+    assert abs(sum(data["positions"].values()) - (1.0 if graded else 0.0)) < 1e-3
     assert "blind accuracy" in text and "message_thread" in text and "the key is the longest option" in text
     assert "the key is the most central option" in text and "items per question type" in text
     assert data["generated"] == len(final) + len(rejected)

@@ -218,6 +218,25 @@ def test_an_event_that_names_a_date_or_an_occasion_keeps_its_day():
         assert not pins(_named("a1", "a", 18, text)), f"{text!r} names no date"
 
 
+def test_an_event_whose_evidence_names_its_date_keeps_its_day():
+    """An event was moved to 2022-02-25 while its evidence still said "2022年3月4日"; and one whose evidence names
+    its weekday moves by whole weeks only."""
+    from synth.life.gaps import DayPins
+    from synth.records import Evidence
+    phases = {"a": _phase("a", 0, 20), "b": _phase("b", 21, 41)}
+    free = [_event("a1", "a", 18), _event("a2", "a", 19), _event("b1", "b", 38), _event("b2", "b", 40)]
+
+    def said(text: str) -> Evidence:
+        return Evidence(id="v", persona_id="p", event_id="a1", kind="fact", statement=text, arc_ids=[])
+
+    kept = close_gaps(free, phases, START, END, 8, pins=DayPins().with_evidence([said("她在2022年1月19日交了报告。")]))
+    assert _days(kept)[0] == 18, "the evidence names the date: the event keeps its day"
+    assert _days(close_gaps(free, phases, START, END, 8, pins=DayPins().with_evidence([said("She filed it.")])))[0] \
+        != 18, "evidence naming no date pins nothing"
+    weekly = close_gaps(free, phases, START, END, 8, pins=DayPins().with_evidence([said("On Wednesday she filed it.")]))
+    assert (_days(weekly)[0] - 18) % 7 == 0, "a weekday its evidence names moves it by whole weeks"
+
+
 def test_the_events_stage_pins_an_event_naming_a_public_holiday_of_the_timeline(tmp_path):
     """The first stage test's timeline with `date_words` empty: an event whose text names New Year's Day (a GB
     public holiday on Jan 1, inside the timeline; the library's name, no configured word) keeps its day where the

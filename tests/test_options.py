@@ -112,7 +112,7 @@ def renderer_prompt(world: QAWorld, qa: QA, seeds_: list[OptionSeed], number: in
     ordered = render.shuffled(qa, seeds_, number)
     [persona] = world.read("persona.jsonl", Persona)
     return render_text("distractors_render.j2", language="en", **render.render_variables(
-        qa, persona, world.read("arcs.jsonl", LifeArc), ordered, []))
+        qa, persona, world.read("arcs.jsonl", LifeArc), ordered, [], 180))
 
 
 def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(tmp_path):
@@ -127,6 +127,26 @@ def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(tmp_
     places = {[n for n, s in enumerate(render.shuffled(qa.model_copy(update={"id": f"q{i}"}), four(texts, 0), 1))
                if s.role == "key"][0] for i in range(40)}
     assert places == {0, 1, 2, 3}
+
+
+def test_an_option_is_asked_for_one_point_however_long_the_reference_answer():
+    qa = item("causal", [8])
+    short = qa.model_copy(update={"answer": "x" * 100})
+    chain = qa.model_copy(update={"answer": "x" * 600})  # a five-step causal chain
+    assert render.band(short, 180) == (75, 125)  # around the reference answer while it is short
+    assert render.band(chain, 180) == (135, 225)  # the cap, not the chain: one point, not the records' list
+
+
+def test_counter_seeds_must_have_as_many_statements_as_the_key():
+    from pydantic import ValidationError
+
+    model = render.counter_seeds_model(2, 3)
+    full = {"seeds": [{"statements": ["a", "b", "c"]}, {"statements": ["d", "e", "f"]}]}
+    assert [len(s.statements) for s in model.model_validate(full).seeds] == [3, 3]
+    with pytest.raises(ValidationError):  # a set one statement short would be the one the renderer pads
+        model.model_validate({"seeds": [{"statements": ["a", "b", "c"]}, {"statements": ["d", "e"]}]})
+    with pytest.raises(ValidationError):
+        model.model_validate({"seeds": [{"statements": ["a", "b", "c"]}]})
 
 
 # ------------------------------------------------------------------------------------- the stage, scripted
@@ -208,6 +228,8 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
         assert "marked correct" not in prompt
     for prompt in renders:
         assert prompt.count("Statement set ") == 4 and KEY_MARK in prompt and "correct" not in prompt.lower()
+    lo, hi = render.band(qa, 180)  # the preset's [distractors] option_chars for English
+    assert f"each {lo}–{hi} characters" in renders[0]
 
 
 def test_a_seed_the_verify_judge_finds_also_true_is_replaced(tmp_path):
@@ -291,3 +313,13 @@ def test_a_seed_that_shares_nothing_with_the_question_is_left_for_a_counter_seed
     misfit = OptionSeed(role="distractor", statements=["Lena missed the indemnity carve-out again."])
     assert seeds.fitting([fits, misfit], q, "Daniel Okafor") == [fits]
     assert seeds.fitting([misfit], "?", "Daniel Okafor") == [misfit], "a question with no content word keeps all"
+
+
+def test_a_seed_touching_the_question_far_less_than_the_key_is_left_for_a_counter_seed():
+    q = "What did their general counsel want to talk about at the Lakeshore pitch?"
+    key = OptionSeed(role="key", statements=["The general counsel wanted to talk about the pitch's warehouse leases."])
+    # the key shares general, counsel, talk, pitch: a seed must share at least two
+    once = OptionSeed(role="distractor", statements=["Mark asked about billing rates at the Lakeshore office."])
+    twice = OptionSeed(role="distractor", statements=["At the Lakeshore pitch Mark asked about billing rates."])
+    assert seeds.fitting([once, twice], q, "Daniel Okafor", key) == [twice]
+    assert seeds.fitting([once, twice], q, "Daniel Okafor") == [once, twice]  # without a key: one word is enough

@@ -35,7 +35,7 @@ def life() -> tuple[list[Person], list[Event]]:
 
 def context(people: list[Person], events: list[Event], days: int = 60, budget: int = 1000) -> traces.MomentContext:
     section = SimpleNamespace(registry_days=days, registry_tokens=budget)
-    ctx = SimpleNamespace(settings=SimpleNamespace(holiday_countries={}), language="en", people=people,
+    ctx = SimpleNamespace(settings=SimpleNamespace(holiday_countries={}), language="en", people=people, persona=None,
                           major_events=[], events=events, section=section)
     return traces.MomentContext(ctx)
 
@@ -143,7 +143,7 @@ def test_the_trace_writer_sees_this_phase_and_each_arcs_state_now_not_the_histor
     assert "EARLY-STATE" not in write and "Quiet winter" not in write
     plan = " ".join(m["content"] for m in render("traces_plan.j2", **common, evidence=[], count=1, media=["diary"],
                                                  targets={"diary": 100}, max_delay=24, suggested=["diary"],
-                                                 public=[], problems=[]))
+                                                 public=[], problems=[], short=[]))
     assert "NOW-STATE" in plan and "Quiet winter" in plan
     assert "EARLY-STATE" not in plan
 

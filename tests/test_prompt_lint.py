@@ -16,12 +16,14 @@ import template_cases_zh as zh_case
 from synth.config.prompts import render
 from synth.config.shown_schema import decode_answer, native_schema
 from synth.core.calendar import holidays_between
+from synth.life import relations
 from synth.stages import arcs as arcs_stage
 from synth.stages import events as events_stage
 from synth.stages import phases as phases_stage
 from synth.stages import qa as qa_stage
 from synth.stages import traces as traces_stage
 from synth.stages.common import hint_weights, suggest_media
+from synth.stages.lifelog import plan as lifelog_plan
 
 ENGLISH = re.compile(r"[A-Za-z][A-Za-z_]+")
 
@@ -65,6 +67,8 @@ SCHEMAS = {
     "arcs": arcs_stage.arc_answer(("升职",), 1, 3),
     "major events": arcs_stage.major_answer(("升职",), 30, 3, 3, 2),
     "qa write": qa_stage.write_model(120),
+    "lifelog day": lifelog_plan.day_answer(("第一次周会",), 10),
+    "relation verdict": relations.RelationVerdict,
 }
 
 
@@ -74,7 +78,7 @@ def test_a_zh_schema_shows_no_english_and_its_labels_map_back(name):
     shown, labels = native_schema(raw, "zh")
     assert not schema_words(shown), f"{name}: English in the zh schema: {sorted(schema_words(shown))}"
     assert native_schema(raw, "en") == (raw, {}), "an English prompt shows the schema as it is"
-    assert schema_words(raw) or name in ("trace", "qa write"), "the check has something to catch on the raw schema"
+    assert schema_words(raw) or name in ("trace", "qa write", "relation verdict"), "the check has something to catch on the raw schema"
 
 
 def test_native_enum_labels_decode_to_the_codes_the_data_keeps():
@@ -83,6 +87,44 @@ def test_native_enum_labels_decode_to_the_codes_the_data_keeps():
     assert '"事实"' in kinds and '"fact"' not in kinds
     answer = {"events": [{"evidence": [{"kind": "情绪", "statement": "她在车里哭了。"}]}]}
     assert decode_answer(answer, labels)["events"][0]["evidence"][0]["kind"] == "emotion"
+
+
+def strings(value) -> list[str]:
+    """Every string a scripted context holds (the values a template substitutes), longest first."""
+    if isinstance(value, str):
+        return [value]
+    found = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else []
+    return sorted({s for v in found for s in strings(v)}, key=len, reverse=True)
+
+
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+@pytest.mark.parametrize("name", zh_case.templates())
+def test_an_english_prompt_has_no_chinese_of_its_own(name):
+    """Every template rendered in English over the Chinese scripted contexts: with the substituted values taken out,
+    no Chinese is left (a zh label or a zh rule leaking into the en branch)."""
+    for values in zh_case.scripted(name):
+        body = "\n".join(m["content"] for m in render(name, language="en", **values))
+        for value in strings(values):
+            body = body.replace(value, "")
+        assert not CJK.search(body), f"prompts/{name}: Chinese in the en render: {CJK.findall(body)[:10]}"
+
+
+def test_every_partial_is_reached_by_a_scripted_render():
+    """A shared piece (`_x.j2`) no scripted template includes is never linted."""
+    from pathlib import Path
+
+    from synth.config.prompts import prompts_dir
+    sources = {p.name: p.read_text() for p in Path(prompts_dir()).glob("*.j2")}
+    partials = {n for n in sources if n.startswith("_")}
+
+    def named(text: str) -> set[str]:
+        return {n for n in partials if f'"{n}"' in text or f"'{n}'" in text}
+
+    used = {n for name in zh_case.templates() for n in named(sources[name])}
+    used |= {n for m in set(used) for n in named(sources[m])}
+    assert used == partials, f"partials no scripted render reaches: {sorted(partials - used)}"
 
 
 @pytest.mark.parametrize("name", ["arcs_seeds.j2", "arcs_plan.j2", "arcs_major_events.j2", "events_generate.j2",
@@ -114,10 +156,10 @@ def test_each_reached_state_gets_its_own_event():
 
 
 def test_a_location_is_asked_by_a_listed_name_only_when_places_are_listed():
-    assert "by its name listed above" not in text("events_generate.j2", "en", introduced=[])
+    assert "a regular place listed above" not in text("events_generate.j2", "en", introduced=[])
     place = {"kind": "place", "name": "Ward 7", "relation": "ward", "description": "her ward"}
-    assert "by its name listed above" in text("events_generate.j2", "en", introduced=[place])
-    assert "常去的地方用上面列出的地点名字" not in text("events_generate.j2", "zh", introduced=[])
+    assert "a regular place listed above by its name" in text("events_generate.j2", "en", introduced=[place])
+    assert "上面列出的常去地点" not in text("events_generate.j2", "zh", introduced=[])
 
 
 def test_every_listed_person_may_take_part():
@@ -262,14 +304,44 @@ def test_a_rest_day_errand_without_colleagues_gets_no_work_chat_hint():
     people = {"r1": "father", "r2": "colleague at the bank"}
     words = ["colleague", "同事"]
     assert not work_moment(sunday, people, words)
-    assert "work_chat" not in hint_weights(weights, frozenset(), False, work_moment(sunday, people, words))
+    work = frozenset({"work_chat"})
+    assert "work_chat" not in hint_weights(weights, frozenset(), False, work_moment(sunday, people, words), work)
     with_colleague = sunday.model_copy(update={"participant_ids": ["r1", "r2"]})
-    monday = sunday.model_copy(update={"time": dt.datetime(2022, 1, 10, 10)})
+    monday = sunday.model_copy(update={"time": dt.datetime(2022, 1, 10, 10), "participant_ids": []})
     assert work_moment(with_colleague, people, words) and work_moment(monday, people, words)
-    assert "work_chat" in hint_weights(weights, frozenset(), False, True)
+    # family or friends only, or a weekday evening: not a moment for work chat (an evening call with a friend)
+    assert not work_moment(monday.model_copy(update={"participant_ids": ["r1"]}), people, words)
+    assert not work_moment(monday.model_copy(update={"time": dt.datetime(2022, 1, 10, 21)}), people, words)
+    assert "work_chat" in hint_weights(weights, frozenset(), False, True, work)
     # privacy and audience together; when nothing else is left, the whole mix
-    assert hint_weights({"work_chat": 1.0}, frozenset(), False, False) == {"work_chat": 1.0}
-    assert set(hint_weights(weights, frozenset({"wechat_chat"}), True, False)) == {"diary"}
+    assert hint_weights({"work_chat": 1.0}, frozenset(), False, False, work) == {"work_chat": 1.0}
+    assert set(hint_weights(weights, frozenset({"wechat_chat"}), True, False, work)) == {"diary"}
+    # a public holiday on a weekday is a rest day too (2022-10-03, 国庆节, a Monday)
+    holiday = monday.model_copy(update={"time": dt.datetime(2022, 10, 3, 10)})
+    assert work_moment(holiday, people, words) and not work_moment(holiday, people, words,
+                                                                  [{"date": "2022-10-03", "name": "国庆节"}])
+
+
+def test_a_medium_hint_follows_a_post_the_evidence_names_and_the_mix_follows_the_occupation():
+    """"(a hint: diary)" for evidence that is itself a Moments post; 12% DingTalk/WeCom for a graduate student."""
+    from synth.config import conf, settings
+    from synth.records import Event, Evidence
+    from synth.stages.common import media_weights
+
+    section = settings.parse(conf.preset_config("small")).traces
+    weights = {"diary": 1e9, "moments": 1e-9, "wechat_chat": 1e-9}  # the seeded draw alone: always a diary
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 7, 10), title="t",
+                  description="d", location="", participant_ids=[])
+    posted = [Evidence(id="v", persona_id="p", event_id="e", kind="fact", arc_ids=[],
+                       statement="她发了一条朋友圈，晒了女儿的奖状。")]
+    hint = traces_stage.plan_variables({}, event, posted, 1, weights, 48, posted=section.posted)["suggested"]
+    assert hint == ["moments"]
+    plain = [posted[0].model_copy(update={"statement": "她把奖状贴在了冰箱上。"})]
+    assert traces_stage.plan_variables({}, event, plain, 1, weights, 48, posted=section.posted)["suggested"] == \
+        ["diary"]
+    assert "work_chat" in media_weights(section, "zh", "一家物流公司的调度员")
+    assert "work_chat" not in media_weights(section, "zh", "成都一所大学的社会学研究生")
+    assert "work_chat" not in media_weights(section, "zh", "退休中学教师")
 
 
 def test_the_tree_memory_schemas_offer_native_labels_in_chinese_and_map_back():
@@ -310,4 +382,18 @@ def test_the_rules_a_capable_model_found_contradictory_say_what_is_meant():
     render_ = (prompts_dir() / "distractors_render.j2").read_text(encoding="utf-8")
     assert "within a few characters of each other" in render_ and "彼此相差不超过几个字" in render_
     arcs = text("arcs_plan.j2", "en") + text("arcs_plan.j2", "zh")
-    assert "its trigger lies before the start" in arcs and "发生在时间线开始之前" in arcs
+    assert "already happened before" in arcs and "之前已经发生的事" in arcs
+
+
+def test_a_zh_memory_tree_shows_its_node_types_by_their_labels():
+    """A mid or root node's text is read by the tree's later prompts: in a Chinese tree its type is a native label,
+    not the English code (条件触发, not condition_trigger)."""
+    from types import SimpleNamespace
+
+    from synth.eval.tree import PersonaTreeSystem
+    tree = SimpleNamespace(language="zh")
+    assert PersonaTreeSystem._typed(tree, "下雨天他会推迟跑步", "condition_trigger", "tree_pattern") == \
+        "下雨天他会推迟跑步（条件触发）"
+    tree.language = "en"
+    assert PersonaTreeSystem._typed(tree, "He runs less in rain", "condition_trigger", "tree_pattern") == \
+        "He runs less in rain (condition_trigger)"

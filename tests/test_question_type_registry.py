@@ -167,12 +167,14 @@ def test_the_cli_refuses_a_misspelled_type_with_exit_2_and_writes_nothing(tmp_pa
 
 
 def test_every_registered_stage_has_a_cli_command_whose_help_is_the_stages():
+    from rich.markup import escape
+
     from synth.cli import app
     from synth.stages import STAGES
 
     commands = typer.main.get_command(app).commands
     for stage in STAGES.values():
         assert stage.name in commands, f"no `synth {stage.name}` command"
-        assert commands[stage.name].help == stage.help
+        assert commands[stage.name].help == escape(stage.help)  # escaped for rich markup, the words unchanged
     assert STAGES["qa"].templates[2:] == ("qa_duration.j2", "qa_profile.j2", "qa_mixed.j2"), (
         "the qa stage's templates are its types' templates, in the registry's order")

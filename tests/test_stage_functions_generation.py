@@ -90,13 +90,13 @@ def test_build_persona_strips_names_and_mints_relation_ids():
         "education": "BSc", "occupation": "nurse", "concerns": ["money", "health"], "interests": ["art", "hiking"],
         "backstory": "moved", "relations": [{"name": "Ruth", "relation": " mother ", "description": " d "},
                                             {"name": " Ruth ", "relation": "aunt", "description": "e"},
-                                            {"name": "", "relation": "friend", "description": "f"}],
+                                            {"name": "Ruth", "relation": "friend", "description": "f"}],
     })
     built = persona_stage.build_persona(SEED, START, END, answer)
     assert (built.id, built.persona_id, built.language, built.scale) == (PID, PID, "en", "100k")
     assert (built.name, built.gender, built.start, built.end) == ("Maya Holt", "female", START, END)
     assert built.big_five == FIVE
-    assert [r.name for r in built.relations] == ["Ruth", "Ruth (2)", "?"]
+    assert [r.name for r in built.relations] == ["Ruth", "Ruth (2)", "Ruth (3)"]
     assert [r.id for r in built.relations] == [mint_id(PID, "relation", i) for i in range(3)]
     assert (built.relations[0].relation, built.relations[0].description) == ("mother", "d")
 
@@ -128,7 +128,7 @@ def test_kept_seed_limit_is_capped_by_the_pool_and_the_setting():
 @pytest.mark.parametrize("language, title, description", [("en", "Seed 1", "about 1"), ("zh", "种子1", "关于1")])
 def test_seed_pool_variables_speak_the_persona_language(language, title, description):
     variables = arcs_stage.seed_pool_variables(persona(language), POOL, language, 3, 2)
-    assert list(variables) == ["persona", "pool", "keep_max", "added"]
+    assert list(variables) == ["persona", "pool", "keep_max", "added", "days"]
     label = "s1" if language == "en" else title  # a zh prompt offers the seed by its native title
     assert variables["pool"][1] == {"name": "s1", "label": label, "title": title, "description": description}
     assert (variables["keep_max"], variables["added"]) == (3, 2)
@@ -167,6 +167,11 @@ def test_major_event_count_follows_the_rate_with_a_floor():
     assert arcs_stage.major_event_count(ARCS_SECTION, 365) == 12
     assert arcs_stage.major_event_count(ARCS_SECTION, 42) == 2, "round(1.38) is under the minimum of 2"
     assert arcs_stage.major_event_count(ARCS_SECTION.model_copy(update={"min_major_events": 9}), 5) == 5
+    # three arcs with a state to reach in three weeks: one event each, though the rate and the floor ask for one
+    one = ARCS_SECTION.model_copy(update={"min_major_events": 1, "major_events_per_year": 0})
+    assert arcs_stage.major_event_count(one, 21) == 1
+    assert arcs_stage.major_event_count(one, 21, moving_arcs=3) == 3
+    assert arcs_stage.major_event_count(one, 2, moving_arcs=3) == 2, "never more than the timeline's days"
 
 
 def test_major_event_variables_and_build_major_events():
@@ -330,7 +335,8 @@ def test_events_variables():
     ph = phase(1, dt.date(2022, 1, 5), dt.date(2022, 1, 8))
     variables = events_stage.events_variables(persona(), arcs(), TEN_DAYS, ph, quota, ["Sam", "Sam (2)"])
     assert variables == {**persona_and_arcs(persona(), arcs()), "event": variables["event"],
-                         "phase": ph.model_dump(mode="json"), "days": 4, "count": 2, "min_evidence": 1,
+                         "phase": ph.model_dump(mode="json"), "window": {"start": "2022-01-05", "end": "2022-01-08"},
+                         "days": 4, "count": 2, "min_evidence": 1,
                          "max_evidence": 3, "people": ["Sam", "Sam (2)"], "moves": [], "introduced": [],
                          "recent": [], "holidays": [], "newcomers": 0}
     assert variables["event"]["id"] == "m0" and len(variables["event"]["states"]) == 2

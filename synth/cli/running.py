@@ -142,7 +142,8 @@ def _stage_commands() -> None:
     from synth.stages import STAGES
 
     for stage in STAGES.values():
-        app.command(stage.name, help=stage.help)(_stage_command(stage.name, stage.help))
+        text = escape(stage.help)  # rich markup would eat a "[qa]" of the stage's own words
+        app.command(stage.name, help=text)(_stage_command(stage.name, text))
 
 
 _stage_commands()

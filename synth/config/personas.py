@@ -20,7 +20,7 @@ SCALES = ("100k", "500k")
 MAX_YEARS = 3
 SAFE_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
-TOP_LEVEL_KEYS = ("id", "language", "scale", "note", "timeline", "big_five")
+TOP_LEVEL_KEYS = ("id", "language", "scale", "note", "country", "timeline", "big_five")
 TIMELINE_KEYS = ("start", "years", "end")
 BIG_FIVE_TRAITS = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
 
@@ -67,6 +67,8 @@ class PersonaSeed(BaseModel):
     language: Literal["en", "zh"]
     scale: Literal["100k", "500k"] = "100k"
     note: str = Field(default="", strict=True)
+    # whose public holidays its dated prompts show (a `holidays` package code: "US"); empty: the language's default
+    country: str = Field(default="", strict=True, pattern=r"^([A-Z]{2})?$")
     start: dt.date
     end: dt.date
     big_five: BigFive
@@ -102,7 +104,7 @@ class PersonaSeed(BaseModel):
 def seed_hash(seed: PersonaSeed) -> str:
     """`sha256:<hex>` of the canonical JSON (sorted keys, compact, UTF-8) of the seed without `source`."""
     # the release languages shape no record of the structure: the translate stage reads them from its config
-    data = seed.model_dump(mode="json", exclude={"source", "languages"})
+    data = seed.model_dump(mode="json", exclude={"source", "languages", *(() if seed.country else ("country",))})
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 

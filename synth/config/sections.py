@@ -115,6 +115,12 @@ class TracesSettings(Section):
         "per language: relative weights of the media mix, a target over the persona's traces (the planner chooses "
         "each trace's medium from the evidence's privacy and the person's habits)")
     public_media: list[str] = knob("media anyone may read: they never carry or repeat evidence marked private")
+    work_media: list[str] = knob("media of a workplace (DingTalk/WeCom): never hinted for a rest day or public "
+                                 "holiday without a colleague, and out of the mix of a persona without a workplace")
+    no_workplace_words: list[str] = knob("words of an occupation without a workplace chat (a student, a retiree): "
+                                         "such a persona's media mix has no work medium")
+    posted: dict[str, list[str]] = knob("medium -> words by which an evidence says it is itself a post there "
+                                        "(\"发了一条朋友圈\"): its trace is hinted to that medium, not to a diary")
     leak_overlap: float = knob("share of a private statement's distinctive terms in a public trace that reveals it",
                                gt=0, le=1)
     leak_min_matches: int = knob("... and at least this many of them (English words, Chinese character bigrams)",
@@ -260,6 +266,9 @@ class DistractorsSettings(Section):
 
     rounds: int = knob("refinement rounds at most", ge=1)
     verify: bool = knob("a judge with the evidence and traces confirms exactly one option is right")
+    option_chars: dict[Language, int] = knob("per language: an option rendered from seeds is asked for 75-125% of "
+                                             "the reference answer's length, that length taken at most this long "
+                                             "(one point per option, not the records' list)")
 
 
 class FilterSettings(Section):

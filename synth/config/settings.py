@@ -127,7 +127,8 @@ class Settings(Section):
     max_tokens: int = knob("a request's answer room, unless its task needs more", ge=1)
     task_max_tokens: dict[str, int] = knob("per task: the least answer room, whatever max_tokens says")
     holiday_countries: dict[Language, str] = knob("per language: whose public holidays the dated prompts show (the "
-                                                  "`holidays` package's country codes)")
+                                                  "`holidays` package's country codes), unless the persona file "
+                                                  "sets its own `country`")
     sources: list[Literal["written", "group_chat", "lifelog"]] = knob(
         "where a persona's traces come from: written (the traces stage), group_chat (synth chats), lifelog "
         "(synth lifelog)", min_length=1)

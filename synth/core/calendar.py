@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from functools import lru_cache
 
 # the holidays package names holidays in these languages (its default otherwise)
@@ -16,6 +17,12 @@ def as_date(value: object) -> dt.date:
     if isinstance(value, dt.date):
         return value
     return dt.date.fromisoformat(str(value)[:10])
+
+
+def country_of(persona: object, countries: dict, language: str) -> str:
+    """Whose public holidays a persona's prompts show: its own `country` (a seed may set it: a Chicago lawyer is
+    US, not GB), else the language's default (`holiday_countries`)."""
+    return getattr(persona, "country", "") or countries.get(language, "")
 
 
 def weekday(value: object) -> int:
@@ -55,10 +62,69 @@ def _festival(day: dt.date, table: dict[dt.date, str], language: str) -> str:
     return ""
 
 
-def holidays_between(country: str, language: str, start: object, end: object) -> list[dict]:
+_SOURCE = re.compile(r"(\d{4})-(\d{2})-(\d{2})|(\d{2})/(\d{2})/(\d{4})")
+_WORKDAY = {"zh": "调休上班日（{}）", "en": "make-up working day ({})"}
+_BREAK = {"zh": "{}假期（周末）", "en": "{} break (weekend)"}
+
+
+def _source_day(name: str) -> dt.date | None:
+    """The working day a make-up day off was moved from, as its name gives it (2022-01-29, 01/29/2022)."""
+    found = _SOURCE.search(name)
+    if found is None:
+        return None
+    if found.group(1):
+        return dt.date(int(found.group(1)), int(found.group(2)), int(found.group(3)))
+    return dt.date(int(found.group(6)), int(found.group(4)), int(found.group(5)))
+
+
+def _base(name: str) -> str:
+    """A holiday's festival without its qualifier ("国庆节（补假）" → 国庆节, "Chinese New Year (Spring Festival)" →
+    Chinese New Year)."""
+    return re.split(r"，|;|（| \(", name, maxsplit=1)[0].strip()
+
+
+def _runs(table: dict[dt.date, str]) -> list[list[dt.date]]:
+    """The days off of `table` in runs of consecutive days."""
+    runs: list[list[dt.date]] = []
+    for day in sorted(table):
+        if runs and day - runs[-1][-1] == dt.timedelta(days=1):
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    return runs
+
+
+def _named(table: dict[dt.date, str], language: str) -> tuple[dict[dt.date, str], dict[dt.date, str]]:
+    """(every day off by its festival first, each make-up working day → its break's festival). A break arranged
+    with make-up days (the Spring Festival week) also holds the weekend days next to it, named as that break's —
+    unless such a day is itself a make-up working day."""
+    out: dict[dt.date, str] = {}
+    for day, name in table.items():
+        festival = _festival(day, table, language) if any(mark in name for mark in _MAKE_UP) else ""
+        out[day] = (f"{festival}，{name}" if language == "zh" else f"{festival}; {name}") if festival else name
+    working: dict[dt.date, str] = {}
+    for run in _runs(table):
+        moved = {d: src for d in run if any(m in table[d] for m in _MAKE_UP) and (src := _source_day(table[d]))}
+        if not moved:
+            continue
+        bases = [_base(table[d]) for d in run if not any(m in table[d] for m in _MAKE_UP)] or [_base(out[run[0]])]
+        festival = max(sorted(set(bases)), key=bases.count)
+        for src in moved.values():
+            working[src] = festival
+        for step, edge in ((1, run[-1]), (-1, run[0])):
+            day = edge + dt.timedelta(days=step)
+            while day.weekday() >= 5 and day not in table and day not in working:
+                out[day] = _BREAK.get(language, _BREAK["en"]).format(festival)
+                day += dt.timedelta(days=step)
+    return out, working
+
+
+def holidays_between(country: str, language: str, start: object, end: object, workdays: bool = False) -> list[dict]:
     """The public holidays of `country` from `start` to `end` (inclusive), oldest first, as {date, name}; days of
-    one holiday that share a name are kept (a week of Spring Festival is seven dated lines). A make-up day off is
-    named by its festival first ("除夕，休息日（由 2022-01-29 调休）"). An unknown country gives none."""
+    one holiday that share a name are kept (a week of Spring Festival is seven dated lines, its weekend included).
+    A make-up day off is named by its festival first ("除夕，休息日（由 2022-01-29 调休）"). With `workdays`, the
+    make-up working days the span holds are listed too, as {date, name, workday: True} ("调休上班日（春节）"): a
+    dated plan must not put a day off there. An unknown country gives none."""
     first, last = as_date(start), as_date(end)
     if not country or last < first:
         return []
@@ -66,11 +132,10 @@ def holidays_between(country: str, language: str, start: object, end: object) ->
         table = _country_holidays(country.upper(), language, tuple(range(first.year - 1, last.year + 2)))
     except (NotImplementedError, KeyError):
         return []
-    out = []
-    for day, name in sorted(table.items()):
-        if first <= day <= last:
-            festival = _festival(day, table, language) if any(mark in name for mark in _MAKE_UP) else ""
-            if festival:
-                name = f"{festival}，{name}" if language == "zh" else f"{festival}; {name}"
-            out.append({"date": day.isoformat(), "name": name})
+    named, working = _named(table, language)
+    out = [{"date": day.isoformat(), "name": name} for day, name in sorted(named.items()) if first <= day <= last]
+    if workdays:
+        out += [{"date": day.isoformat(), "name": _WORKDAY.get(language, _WORKDAY["en"]).format(festival),
+                 "workday": True} for day, festival in working.items() if first <= day <= last and day not in table]
+        out.sort(key=lambda h: h["date"])
     return out

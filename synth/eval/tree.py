@@ -19,6 +19,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from synth.config.prompts import label
 from synth.core.errors import InputError
 from synth.core.tokens import estimate_tokens
 
@@ -101,6 +102,11 @@ class PersonaTreeSystem:
     def _ask(self, task: str, variables: list[dict], model: type[BaseModel]) -> list[BaseModel | None]:
         common = {"language": self.language, "name": self.name}
         return self.backbone.ask_many(task, f"{task}.j2", [{**common, **v} for v in variables], model, self.language)
+
+    def _typed(self, text: str, code: str, group: str) -> str:
+        """A node's text with its type as the tree's later prompts read it: a Chinese prompt shows the native label,
+        not the English code."""
+        return f"{text}（{label(code, group, 'zh')}）" if self.language == "zh" else f"{text} ({code})"
 
     def prepare(self) -> None:
         """Leaves for the new traces (one concurrent batch), then each is inserted in time order."""
@@ -193,8 +199,8 @@ class PersonaTreeSystem:
             vector = self._mean([self.nodes[i].vector for i in cluster])
             tags = frozenset().union(*(self.nodes[i].tags for i in cluster))
             log_odds = self.s["tree_prior_log_odds"] + self.s["tree_evidence_weight"] * 0.5 * len(cluster)
-            self.nodes.append(Node("mid", f"{out.description} ({out.pattern_type})", vector, log_odds, self.now,
-                                   tags=tags, children=list(cluster)))
+            text = self._typed(out.description, out.pattern_type, "tree_pattern")
+            self.nodes.append(Node("mid", text, vector, log_odds, self.now, tags=tags, children=list(cluster)))
             for i in cluster:
                 self.nodes[i].parent = len(self.nodes) - 1
 
@@ -209,8 +215,8 @@ class PersonaTreeSystem:
                 continue
             vector = self._mean([self.nodes[m].vector for m in cluster])
             log_odds = max(self.nodes[m].log_odds for m in cluster)
-            self.nodes.append(Node("root", f"{out.claim} ({out.trait_type})", vector, log_odds, self.now,
-                                   children=list(cluster)))
+            text = self._typed(out.claim, out.trait_type, "tree_trait")
+            self.nodes.append(Node("root", text, vector, log_odds, self.now, children=list(cluster)))
             for m in cluster:
                 self.nodes[m].parent = len(self.nodes) - 1
 

@@ -28,8 +28,8 @@ _DATE = re.compile(rf"\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?{_MONTH}|\b{_MONTH}\s+
                    r"|\b\d{4}-\d{2}-\d{2}\b|\d{1,2}月\d{1,2}[日号]", re.IGNORECASE)
 
 
-def names_weekday(event: Event) -> bool:
-    return bool(_WEEKDAY.search(_text(event)))
+def names_weekday(event: Event, extra: str = "") -> bool:
+    return bool(_WEEKDAY.search(f"{_text(event)} {extra}"))
 
 
 def _text(event: Event) -> str:
@@ -40,8 +40,11 @@ class DayPins:
     """Which events keep their day whatever the gaps: their text names a calendar date or one of `words` (dated
     occasions: festivals, holidays; matched case-insensitively, whole words in English)."""
 
-    def __init__(self, words: Iterable[str] = ()) -> None:
+    def __init__(self, words: Iterable[str] = (), said: dict[str, str] | None = None) -> None:
         self.words = tuple(sorted({w.strip().lower() for w in words if w.strip()}, key=len, reverse=True))
+        # event id → its evidence's statements: a statement naming "2022年3月4日" or "Saturday" pins the event as
+        # its own text would (moved, the event's timestamp and its evidence's date would disagree)
+        self.said = dict(said or {})
         latin = [re.escape(w) for w in self.words if w.isascii()]
         other = [re.escape(w) for w in self.words if not w.isascii()]
         parts = ([rf"\b({'|'.join(latin)})\b"] if latin else []) + ([f"({'|'.join(other)})"] if other else [])
@@ -53,8 +56,18 @@ class DayPins:
         "(observed)" / "（补假）" / "休息日（由 … 调休）" days repeat a name without the brackets, or name none."""
         return cls([*words, *(h["name"] for h in holidays if not any(b in h["name"] for b in "(（"))])
 
+    def with_evidence(self, evidence: Iterable) -> DayPins:
+        """These pins, reading each event's evidence statements too."""
+        said: dict[str, list[str]] = {}
+        for item in evidence:
+            said.setdefault(item.event_id, []).append(item.statement)
+        return DayPins(self.words, {k: " ".join(v) for k, v in said.items()})
+
+    def extra(self, event: Event) -> str:
+        return self.said.get(event.id, "")
+
     def __call__(self, event: Event) -> bool:
-        text = _text(event)
+        text = f"{_text(event)} {self.extra(event)}"
         return bool(_DATE.search(text) or (self._words is not None and self._words.search(text)))
 
 
@@ -66,7 +79,7 @@ def _day_for(event: Event, lo: dt.date, hi: dt.date, want: dt.date, up: bool,
     and for an event whose text names a date or an occasion (`pins`)."""
     if lo > hi or (pins is not None and pins(event)):
         return None
-    if not names_weekday(event):
+    if not names_weekday(event, pins.extra(event) if pins is not None else ""):
         return min(max(want, lo), hi)
     day = event.time.date()
     same = [d for d in (day + dt.timedelta(weeks=k) for k in range(-60, 61)) if lo <= d <= hi and d != day]

@@ -74,6 +74,9 @@ class QA(Record):
     window_end: dt.date
     temporal_scope: str = ""
     outline: str = ""
+    # an unanswerable item: what the simulated life settled in its window though no trace may carry it — the
+    # distractor writer and the judges keep options and question clear of it (such an option would be true)
+    settled: list[str] = []
     counting_convention: str = ""  # temporal_duration: how the days are counted (synth.stages.qa.duration)
     timestamps_stripped: int = 0  # explicit timestamps the model-free rewrite took out of the question
     profile: Profile | None = None  # profile_style items: the member, the stored style and the 2×2 options

@@ -30,6 +30,7 @@ class Persona(Record):
     start: dt.date
     end: dt.date
     scale: str
+    country: str = ""  # whose public holidays the dated prompts show ("" : the language's default)
     name: str
     age: int
     gender: str

@@ -111,9 +111,13 @@ def build_arcs(persona: Persona, seeds: list[EventSeed], answer: BaseModel) -> l
 
 # ------------------------------------------------------------------------------------------ (c) major events
 
-def major_event_count(section: ArcsSettings, days: int) -> int:
+def major_event_count(section: ArcsSettings, days: int, moving_arcs: int = 0) -> int:
+    """Major events: the yearly rate over the timeline, at least `min_major_events`, and at least one per arc that
+    has a state to move to (`moving_arcs`): an arc's next state is reached through a major event that triggers it,
+    and one event asked to trigger three unrelated arcs moved only one (a capable writer left the others flat);
+    never more than the timeline has days."""
     per_year = section.major_events_per_year
-    wanted = max(section.min_major_events, round(per_year * days / 365.25))
+    wanted = max(section.min_major_events, round(per_year * days / 365.25), moving_arcs)
     return max(1, min(wanted, days))
 
 
@@ -234,7 +238,7 @@ def seed_pool_variables(persona: Persona, pool: list[SeedConcept], language: str
             "pool": [{"name": s.name, "label": label, "title": s.title_in(language),
                       "description": s.description_in(language)}
                      for s, label in zip(pool, seed_labels(pool, language), strict=True)],
-            "keep_max": keep_max, "added": added}
+            "keep_max": keep_max, "added": added, "days": (persona.end - persona.start).days + 1}
 
 
 def arc_plan_variables(persona: Persona, seeds: list[EventSeed], per_dimension: int, states: int) -> dict:
@@ -294,7 +298,7 @@ class ArcsRun:
     async def place_major_events(self) -> Records:
         seeds, arcs = self.seeds(), self.arcs()
         days = timeline_days(self.persona)
-        count = major_event_count(self.section, days)
+        count = major_event_count(self.section, days, sum(len(a.anchor_states) > 1 for a in arcs))
         fewest = min(len(a.anchor_states) for a in arcs)
         model = major_answer(tuple(seed_labels(seeds, self.ctx.language)), days, len(arcs), fewest, count)
         variables = major_event_variables(self.persona, seeds, arcs, count)

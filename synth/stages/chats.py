@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.config.personas import BigFive
 from synth.config.settings import ChatsSettings
-from synth.core.calendar import holidays_between
+from synth.core.calendar import country_of, holidays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.spoken import format_lines, line_problems, repair_diff
 from synth.records import (
@@ -181,7 +181,7 @@ class ChatWriter(SpokenContext):
 
     @property
     def country(self) -> str:
-        return self.ctx.settings.holiday_countries.get(self.ctx.language, "")
+        return country_of(self.ctx.persona, self.ctx.settings.holiday_countries, self.ctx.language)
 
     def event_view(self, event: Event) -> dict:
         return {"time": event.time.strftime("%H:%M"), "title": event.title, "description": event.description,

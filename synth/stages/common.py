@@ -49,10 +49,15 @@ def arc_label_ids(arcs: list[LifeArc]) -> dict[str, str]:
     return {view["label"]: view["id"] for view in arc_views(arcs)}
 
 
-def media_weights(section: TracesSettings, language: str = "en") -> dict[str, float]:
-    """The persona's language's media mix (the English one when the language has none)."""
+def media_weights(section: TracesSettings, language: str = "en", occupation: str = "") -> dict[str, float]:
+    """The persona's language's media mix (the English one when the language has none), without the work media
+    when the occupation has no workplace (`no_workplace_words`: a graduate student has no DingTalk group)."""
     table = section.media.get(language) or section.media.get("en") or next(iter(section.media.values()))
-    return {name: float(w) for name, w in table.items() if float(w) > 0}
+    weights = {name: float(w) for name, w in table.items() if float(w) > 0}
+    text = occupation.lower()
+    if any(word.lower() in text for word in section.no_workplace_words):
+        weights = {m: w for m, w in weights.items() if m not in section.work_media} or weights
+    return weights
 
 
 def medium_band(section: TracesSettings, medium: str, language: str) -> tuple[int, int]:
@@ -64,27 +69,63 @@ def medium_band(section: TracesSettings, medium: str, language: str) -> tuple[in
     return low, high
 
 
-WORK_MEDIA = frozenset({"work_chat"})  # media whose audience is colleagues
+# a medium whose band tops out at this many words or fewer (a photo caption, a Moments post) holds one evidence and a
+# detail or two: more would not fit its length (a caption asked to carry a scene, a place, a partner and a quote)
+SHORT_WORDS = 60
+
+
+def short_media(section: TracesSettings, media: tuple[str, ...] | list[str], language: str) -> dict[str, int]:
+    """The short media of `media` (band top at most SHORT_WORDS words) → the top of their band in `language`."""
+    return {m: medium_band(section, m, language)[1] for m in media
+            if section.medium_words.get(m, (0, section.max_words))[1] <= SHORT_WORDS}
 
 
 def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], private: bool,
-                 work: bool = True) -> dict[str, float]:
+                 work: bool = True, work_media: frozenset[str] | set[str] = frozenset()) -> dict[str, float]:
     """The media a planner's hint may name: none that the evidence's privacy rules out — with private evidence,
-    no public medium — and none whose audience does not fit the moment: no work chat for a rest-day event without a
-    colleague (`work` false). The mix itself is unchanged; all of it, if nothing else is left."""
-    fitting = {m: w for m, w in weights.items() if work or m not in WORK_MEDIA}
+    no public medium — and none whose audience does not fit the moment: no work medium (`work_media`) for a
+    rest-day event without a colleague (`work` false). The mix itself is unchanged; all of it, if nothing else is
+    left."""
+    fitting = {m: w for m, w in weights.items() if work or m not in work_media}
     if private:
         fitting = {m: w for m, w in fitting.items() if m not in public}
     return fitting or dict(weights)
 
 
-def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str, ...]) -> bool:
-    """A moment colleagues belong to: a weekday, or an event with someone whose relation is a work one
-    (`people`: person id → relation; `work_words` as the chats stage reads them)."""
-    if event.time.weekday() < 5:
-        return True
+WORK_HOURS = (8, 19)  # a weekday's working hours: an evening call with a friend is not a moment for work chat
+
+
+def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str, ...],
+                holidays: list[dict] | tuple[dict, ...] = ()) -> bool:
+    """A moment colleagues belong to: an event with someone whose relation is a work one (`people`: person id →
+    relation; `work_words` as the chats stage reads them), or one spent with no one named during the working hours
+    of a working day (a weekday that is not a public holiday of `holidays`, the calendar's {date, name} entries).
+    An event with only family or friends is not one, whatever the hour (a capable writer was hinted work chat for
+    an evening video call with a friend)."""
     relations = [people.get(pid, "").lower() for pid in event.participant_ids]
-    return any(word.lower() in relation for relation in relations for word in work_words)
+    if any(word.lower() in relation for relation in relations for word in work_words):
+        return True
+    if relations:
+        return False
+    day = event.time.date().isoformat()
+    return (event.time.weekday() < 5 and WORK_HOURS[0] <= event.time.hour < WORK_HOURS[1]
+            and not any(h.get("date") == day for h in holidays))
+
+
+def posted_media(statements: list[str], posted: dict[str, list[str]], allowed: list[str]) -> list[str]:
+    """The media of `allowed` (in its order) that an evidence says it is itself a post on (`posted`: medium → the
+    words naming such a post): its trace is that post, not a diary entry about it."""
+    text = " ".join(statements).casefold()
+    return [m for m in allowed if any(word.casefold() in text for word in posted.get(m, ()))]
+
+
+def media_hint(key: str, count: int, weights: dict[str, float], statements: list[str],
+               posted: dict[str, list[str]]) -> list[str]:
+    """A planner's hint over the media `weights` allows: the media the evidence says it was posted on first, then
+    the seeded draw (`suggest_media`) for the rest."""
+    own = posted_media(statements, posted, sorted(weights))[:count]
+    rest = {m: w for m, w in weights.items() if m not in own}
+    return own + (suggest_media(key, count - len(own), rest) if rest and count > len(own) else [])
 
 
 def suggest_media(key: str, count: int, weights: dict[str, float]) -> list[str]:

@@ -161,7 +161,7 @@ def write_variables(qa: QA, persona: Persona, arcs: list[LifeArc], traces: dict[
         "cannot_determine": CANNOT_DETERMINE[language], "evidence": evidence,
         "traces": trace_excerpts([t for t in qa.digital_trace_ids if t in traces], traces, prompts,
                                  [e.statement for e in qa.evidence]),
-        "target_chars": option_chars(qa, language), "feedback": feedback,
+        "target_chars": option_chars(qa, language), "feedback": feedback, "settled": qa.settled,
     }
 
 
@@ -180,7 +180,7 @@ def verify_variables(qa: QA, choices: list[Choice], correct: str, traces: dict[s
             "choices": [c.model_dump() for c in choices], "correct": correct,
             "unanswerable": not rules.answerable(qa.question_type), "evidence": evidence,
             "traces": trace_excerpts(shown, traces, prompts, [e.statement for e in qa.evidence] or [qa.question]),
-            "style_of": qa.profile.member if qa.profile is not None else ""}
+            "style_of": qa.profile.member if qa.profile is not None else "", "settled": qa.settled}
 
 
 def guarded_round(number: int, found: list[tuple[str, str]]) -> RefinementRound:

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import EventsSettings
-from synth.core.calendar import holidays_between
+from synth.core.calendar import country_of, holidays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.gaps import DayPins, close_gaps, open_gaps, travel_spans
 from synth.life.registry_view import bounded_registry
@@ -156,12 +156,16 @@ def phase_days(phase: Phase) -> int:
 
 
 def events_variables(persona: Persona, arcs: list[LifeArc], major: MajorEvent, phase: Phase, quota: EventQuota,
-                     people: list[str], context: dict | None = None) -> dict:
+                     people: list[str], context: dict | None = None, window: Phase | None = None) -> dict:
     """What events_generate.j2 is rendered with: the phase inside its major event (or everyday stretch), who may
-    take part, and `context`: the arc states it moves, the registry, the phases before it and the holidays."""
+    take part, and `context`: the arc states it moves, the registry, the phases before it and the holidays.
+    `window`: the days of the phase to fill (a gap's filler; the whole phase by default) — the phase keeps its own
+    bounds in the prompt, so a filler does not show the same phase with other dates."""
     context = {"moves": [], "introduced": [], "recent": [], "holidays": [], **(context or {})}
+    window = window or phase
     return {**persona_and_arcs(persona, arcs), "event": event_view(major, arcs),
-            "phase": phase.model_dump(mode="json"), "days": phase_days(phase), "count": quota.count,
+            "phase": phase.model_dump(mode="json"), "window": window.model_dump(mode="json", include={"start", "end"}),
+            "days": phase_days(window), "count": quota.count,
             "min_evidence": quota.min_evidence, "max_evidence": quota.max_evidence, "people": people,
             "newcomers": 0, **context}
 
@@ -187,7 +191,7 @@ class EventsRun:
         self.arc_ids = arc_label_ids(self.arcs)
         self.phases = sorted(ctx.phases, key=lambda p: (p.start, p.index))
         self.quotas = self.plan_quotas()
-        self.country = ctx.settings.holiday_countries.get(ctx.language, "")
+        self.country = country_of(ctx.persona, ctx.settings.holiday_countries, ctx.language)
         seeds = ctx.read("seeds.jsonl") if (ctx.dir / "seeds.jsonl").is_file() else []
         self.travel = travel_spans(self.majors.values(), seeds, self.section.travel_seeds)  # gaps allowed there
         # an event naming a date, an occasion or a public holiday of the timeline keeps its day when re-dated
@@ -221,7 +225,7 @@ class EventsRun:
         return {"moves": arc_moves(self.arcs, before, state_map(phase.arc_states)), "introduced": introduced,
                 "recent": [p.model_dump(mode="json", include={"title", "description", "start", "end"})
                            for p in recent],
-                "holidays": holidays_between(self.country, self.ctx.language, phase.start, phase.end)}
+                "holidays": holidays_between(self.country, self.ctx.language, phase.start, phase.end, workdays=True)}
 
     def shown_people(self, phase: Phase) -> list[Person]:
         """Who an events answer may name as a participant: the relations and the introduced people its prompt
@@ -249,8 +253,8 @@ class EventsRun:
         model = events_answer(phase_days(window), tuple(people), tuple(self.arc_ids), quota.count,
                               quota.min_evidence, quota.max_evidence, 0 if major.kind == "everyday" else 1,
                               self.section.new_people)
-        variables = events_variables(self.persona, self.arcs, major, window, quota, list(people),
-                                     {**self.context(phase), "newcomers": self.section.new_people})
+        variables = events_variables(self.persona, self.arcs, major, phase, quota, list(people),
+                                     {**self.context(phase), "newcomers": self.section.new_people}, window)
         estimate = quota.count * (220 + quota.max_evidence * 90)
         answer = await self.ctx.ask("events", "events_generate.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, estimate))
@@ -266,8 +270,9 @@ class EventsRun:
         done = self.ctx.collected()
         events, added = merge_newcomers([Event.model_validate(r) for r in done["events.jsonl"]],
                                         [Person.model_validate(r) for r in done["people.jsonl"]])
+        pins = self.pins.with_evidence(Evidence.model_validate(r) for r in done["evidence.jsonl"])
         return close_gaps(events, {p.id: p for p in self.phases}, self.persona.start, self.persona.end, self.limit,
-                          self.travel, self.pins), added
+                          self.travel, pins), added
 
     def fillers(self, events: list[Event]) -> list[tuple[Phase, Phase]]:
         """Per stretch still too long (outside travel): the phase holding its middle day and the window of the

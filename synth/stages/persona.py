@@ -14,7 +14,7 @@ from synth.stages.common import unique_labels
 
 
 class RelationDraft(BaseModel):
-    name: str
+    name: str = Field(pattern=r"\S")  # a relation is named: prompts offer it by name ("the sister" has none)
     relation: str
     description: str
 
@@ -61,7 +61,7 @@ def build_persona(seed: PersonaSeed, start: dt.date, end: dt.date, answer: BaseM
     ]
     return Persona(
         id=seed.id, persona_id=seed.id, language=seed.language, big_five=seed.big_five,
-        start=start, end=end, scale=seed.scale, name=answer.name.strip(), age=answer.age,
+        start=start, end=end, scale=seed.scale, country=seed.country, name=answer.name.strip(), age=answer.age,
         gender=answer.gender.strip(), personality=answer.personality, family_history=answer.family_history,
         education=answer.education, occupation=answer.occupation, concerns=list(answer.concerns),
         interests=list(answer.interests), backstory=answer.backstory, relations=relations,

@@ -9,7 +9,7 @@ from functools import lru_cache, partial
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.core.calendar import holidays_between
+from synth.core.calendar import country_of, holidays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.registry_view import bounded_registry
 from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Snapshot, mint_id
@@ -178,7 +178,7 @@ class PhasesRun:
         self.arcs = ctx.arcs
         self.events = sorted(ctx.major_events, key=lambda e: (e.start, e.index))
         self.snapshot_model = snapshot_answer(len(self.arcs))
-        self.country = ctx.settings.holiday_countries.get(ctx.language, "")
+        self.country = country_of(ctx.persona, ctx.settings.holiday_countries, ctx.language)
         self.keys: list[str] = []
 
     async def initial_snapshot(self) -> Snapshot:
@@ -205,7 +205,8 @@ class PhasesRun:
         moves = arc_moves(self.arcs, start_states, after_states)
         known = self.registry(position)
         room = self.ctx.section.new_people
-        holidays = holidays_between(self.country, self.ctx.language, slot.date(slot.start), slot.date(slot.high))
+        holidays = holidays_between(self.country, self.ctx.language, slot.date(slot.start), slot.date(slot.high),
+                                    workdays=True)
         # the registry the prompt shows is bounded (synth.life.registry_view): whom the phase before names, then
         # those met in the last `registry_days` within `registry_tokens`; the newcomers are checked against all
         texts = [previous.title, previous.description] if previous else []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from synth.core.calendar import holidays_between
+from synth.core.calendar import country_of, holidays_between
 from synth.engine.stage import StageContext
 from synth.life.registry_view import Sightings, bounded_registry
 from synth.records import Event, Evidence, LifeArc, Phase
@@ -59,7 +59,7 @@ class MomentContext:
 
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
-        self.country = ctx.settings.holiday_countries.get(ctx.language, "")
+        self.country = country_of(ctx.persona, ctx.settings.holiday_countries, ctx.language)
         self.people = list(ctx.people)
         self.kinds = {m.id: m.kind for m in ctx.major_events}
         self.sightings = Sightings(self.people, ctx.events)

@@ -22,8 +22,10 @@ from synth.stages.common import (  # noqa: F401  (re-exported)
     answer_tokens,
     arc_views,
     hint_weights,
+    media_hint,
     media_weights,
     medium_band,
+    short_media,
     suggest_media,
     work_moment,
 )
@@ -143,15 +145,20 @@ def max_delay_hours(event: Event, persona: Persona, limit: int) -> int:
 # ------------------------------------------------------------------- per task: prompt variables in, record out
 
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
-                   max_delay: int, public: frozenset[str] = frozenset(), work: bool = True) -> dict:
+                   max_delay: int, public: frozenset[str] = frozenset(), work: bool = True,
+                   work_media: frozenset[str] = frozenset(), posted: dict[str, list[str]] | None = None,
+                   short: dict[str, int] | None = None) -> dict:
     """The planner sees the persona's media with the mix as a target (percent), which of them are public, and a
     seeded hint; it chooses each medium from the evidence's privacy (marked) and the person's habits. `problems`
     (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`)."""
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
-            "suggested": suggest_media(event.id, count,
-                                       hint_weights(weights, public, any(e.private for e in evidence), work)),
+            "suggested": media_hint(event.id, count,
+                                    hint_weights(weights, public, any(e.private for e in evidence), work, work_media),
+                                    [e.statement for e in evidence], posted or {}),
             "public": sorted(public & set(weights)),
+            # media whose length band is short (medium → its top, in words; zh: characters): one evidence each
+            "short": [{"medium": m, "high": high} for m, high in sorted((short or {}).items()) if m in weights],
             "problems": []}
 
 
@@ -199,7 +206,7 @@ class TraceWriter:
             self.evidence_by_event.setdefault(item.event_id, []).append(item)
         section = ctx.section
         self.count = max(1, section.traces_per_event)
-        self.weights = media_weights(section, ctx.language)
+        self.weights = media_weights(section, ctx.language, self.persona.occupation)
         self.media = tuple(sorted(self.weights))
         self.moment = MomentContext(ctx)  # the registry, holidays and stretch each event's prompts show
         self.relations = {p.id: p.relation for p in ctx.people}  # whether a work medium fits a moment's audience
@@ -242,9 +249,11 @@ class TraceWriter:
         back to the planner with the problems (at most `privacy_repairs` times), then code re-routes what is left
         (`route_private`). Returns the plans, (plan index, medium, evidence) per trace to write, and how privacy
         was repaired ("" if never)."""
-        work = work_moment(event, self.relations, self.ctx.settings.chats.work_words)
+        section = self.ctx.section
+        work = work_moment(event, self.relations, self.ctx.settings.chats.work_words, context.get("holidays", []))
         variables = plan_variables(context, event, evidence, self.count, self.weights, max_delay,
-                                   self.rule.public_media, work)
+                                   self.rule.public_media, work, frozenset(section.work_media), section.posted,
+                                   short_media(section, self.media, self.ctx.language))
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)

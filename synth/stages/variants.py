@@ -236,7 +236,7 @@ class VariantWriter:
         self.events = {e.id: e for e in ctx.events}
         self.arcs: dict[str, LifeArc] = {a.id: a for a in ctx.arcs}
         traces = ctx.settings.traces
-        self.weights = media_weights(traces, ctx.language)
+        self.weights = media_weights(traces, ctx.language, ctx.persona.occupation)
         # a private seed's sessions stay off public media (the privacy rule the traces stage and validate hold)
         self.private_weights = {m: w for m, w in self.weights.items() if m not in traces.public_media} or self.weights
         chars = traces.zh_chars_per_word if ctx.language == "zh" else 1.0

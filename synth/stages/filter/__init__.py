@@ -96,7 +96,7 @@ def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace]
     return {
         "question_type": item.question_type, "question": item.question,
         "question_time": item.question_time.isoformat(timespec="minutes"), "answer": item.answer,
-        "unanswerable": not answerable(item), "evidence": shown,
+        "unanswerable": not answerable(item), "evidence": shown, "settled": item.settled,
         "traces": trace_excerpts(ids, traces, prompts, [e.statement for e in item.evidence] or [item.question]),
     }
 

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import LifelogSettings
-from synth.core.calendar import holidays_between
+from synth.core.calendar import country_of, holidays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.spoken import format_lines, line_problems, most_similar_earlier, repair_diff, similarity
 from synth.records import Event, Evidence, LifelogDialogue, LifelogPlan, Repair, SpokenCheck, Utterance, mint_id
@@ -87,7 +87,7 @@ class DialogueWriter(SpokenContext):
     def calendar(self, day: dt.date) -> dict:
         """The day as the real calendar shows it: its weekday (the templates name it), whether it is a weekend, and
         the public holidays of the persona's country on it (synth.core.calendar, the `holidays` package)."""
-        country = self.ctx.settings.holiday_countries.get(self.ctx.language, "")
+        country = country_of(self.ctx.persona, self.ctx.settings.holiday_countries, self.ctx.language)
         return {"date": day.isoformat(), "weekday": day.weekday(), "weekend": day.weekday() >= 5,
                 "holidays": holidays_between(country, self.ctx.language, day, day)}
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from synth.core.calendar import country_of
 from synth.engine.stage import Records, StageContext
 from synth.life.lifelog_calendar import day_calendar, periods, plan_problems, range_calendar
 from synth.life.spoken import similarity
@@ -47,7 +48,7 @@ class LifelogPlanner:
         self.ctx = ctx
         self.section = ctx.section
         self.persona = ctx.persona
-        self.country = ctx.settings.holiday_countries.get(ctx.language, "")
+        self.country = country_of(ctx.persona, ctx.settings.holiday_countries, ctx.language)
         self.events = sorted(events, key=lambda e: (e.time, e.id))
         self.times = {e.id: e.time for e in self.events}
         # the life arcs are the year's event lines (LifeDialBench's): shown when the arcs stage wrote them

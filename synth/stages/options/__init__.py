@@ -88,7 +88,7 @@ class Seeder:
         # a real seed that shares nothing with the question cannot answer it: the one option that fits the question's
         # premise would be the key (a capable reader picks it without the records); a counter-seed written for the
         # question takes its place
-        real = seeds.fitting(real, qa.question, self.ctx.persona.name)
+        real = seeds.fitting(real, qa.question, self.ctx.persona.name, key)
         state.written = [s for s in state.written if not set(s.statements) & state.excluded]
         need = seeds.DISTRACTORS - len(real) - len(state.written)
         if need > 0:
@@ -96,17 +96,19 @@ class Seeder:
             written = await self.ctx.ask(
                 "distractors_seeds", "distractors_seeds.j2",
                 render.counter_seed_variables(qa, self.ctx.persona, self.ctx.arcs, key, [*real, *state.written],
-                                              need, size), render.counter_seeds_model(need))
+                                              need, size), render.counter_seeds_model(need, size))
             state.written += render.invented(written, need, size)
         return [key, *real, *state.written][: seeds.DISTRACTORS + 1]
 
     async def render(self, qa: QA, chosen: list[OptionSeed], number: int,
                      feedback: list[dict]) -> list[tuple[OptionSeed, str]]:
         ordered = render.shuffled(qa, chosen, number)
-        lo, hi = render.band(qa)
+        cap = self.ctx.section.option_chars[self.ctx.language]
+        lo, hi = render.band(qa, cap)
         room = 4 * (hi + 60) if self.ctx.language == "zh" else 4 * (hi // 3 + 60)
         rendered = await self.ctx.ask("distractors_render", "distractors_render.j2",
-                                      render.render_variables(qa, self.ctx.persona, self.ctx.arcs, ordered, feedback),
+                                      render.render_variables(qa, self.ctx.persona, self.ctx.arcs, ordered, feedback,
+                                                              cap),
                                       render.Rendered,
                                       max_tokens=answer_tokens(self.ctx, room + 120))
         return render.mapped(ordered, rendered)

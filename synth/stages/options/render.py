@@ -33,10 +33,14 @@ class CounterSeeds(BaseModel):
 
 
 @lru_cache(maxsize=None)
-def counter_seeds_model(need: int) -> type[CounterSeeds]:
-    """The counter-seeds answer for exactly `need` sets: fewer would leave the item short of four options."""
+def counter_seeds_model(need: int, size: int) -> type[CounterSeeds]:
+    """The counter-seeds answer for exactly `need` sets of exactly `size` statements: fewer sets would leave the item
+    short of four options, a shorter set would be the one option the renderer has to pad (or the thin one a reader
+    passes over)."""
+    sized = create_model("CounterSeed", __base__=CounterSeed,
+                         statements=(list[str], Field(min_length=size, max_length=size)))
     return create_model("CounterSeeds", __base__=CounterSeeds,
-                        seeds=(list[CounterSeed], Field(min_length=need, max_length=need)))
+                        seeds=(list[sized], Field(min_length=need, max_length=need)))
 
 
 def seed_key(seed: OptionSeed) -> str:
@@ -50,16 +54,18 @@ def shuffled(qa: QA, seeds: list[OptionSeed], round_number: int) -> list[OptionS
     return sorted(seeds, key=lambda s: content_hash([qa.id, round_number, seed_key(s)]))
 
 
-def band(qa: QA) -> tuple[int, int]:
-    """The length band every option is asked for (characters): around the reference answer's length."""
-    target = len(qa.answer)
+def band(qa: QA, cap: int) -> tuple[int, int]:
+    """The length band every option is asked for (characters): around the reference answer's length, at most `cap`
+    (`[distractors] option_chars`): an option says one point, while a reference answer may run a whole chain, and a
+    long option is the records' list a reader recognises as the key."""
+    target = min(len(qa.answer), cap)
     return max(1, int(target * BAND[0])), max(2, int(round(target * BAND[1])))
 
 
-def render_variables(qa: QA, persona, arcs, ordered: list[OptionSeed], feedback: list[dict]) -> dict:
+def render_variables(qa: QA, persona, arcs, ordered: list[OptionSeed], feedback: list[dict], cap: int) -> dict:
     """The renderer's prompt: the person, the question and the seeds as numbered statement lists — nothing about
     which is true, which came from the records and which was written, or what the reference answer says."""
-    lo, hi = band(qa)
+    lo, hi = band(qa, cap)
     return {"persona": persona, "arcs": arcs, "question_type": qa.question_type,
             "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
             "seeds": [{"number": n, "statements": s.statements} for n, s in enumerate(ordered, 1)],

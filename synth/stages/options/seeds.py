@@ -184,11 +184,17 @@ def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], event
     return key, group(chosen, size, DISTRACTORS)
 
 
-def fitting(chosen: list[OptionSeed], question: str, persona_name: str = "") -> list[OptionSeed]:
-    """The distractor seeds that share at least one content word (Chinese: character bigram) with the question,
-    the person's own name aside: a seed about something the question does not touch cannot answer it as well as
-    the key. A question with no content word of its own keeps every seed."""
+def fitting(chosen: list[OptionSeed], question: str, persona_name: str = "",
+            key: OptionSeed | None = None) -> list[OptionSeed]:
+    """The distractor seeds that touch the question about as much as the key does: each shares at least one content
+    word (Chinese: character bigram) with the question, the person's own name aside, and at least half as many as
+    the key's statements share. A seed that touches the question less cannot answer it as well as the key, and a
+    capable reader without the records picks the one option that fits the question's premise (one shared word let
+    a seed about another matter through). A question with no content word of its own keeps every seed."""
     anchor = key_units(question) - key_units(persona_name)
     if not anchor:
         return chosen
-    return [seed for seed in chosen if anchor & key_units(" ".join(seed.statements))]
+    need = 1
+    if key is not None:
+        need = max(1, -(-len(anchor & key_units(" ".join(key.statements))) // 2))
+    return [seed for seed in chosen if len(anchor & key_units(" ".join(seed.statements))) >= need]

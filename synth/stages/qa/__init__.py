@@ -26,8 +26,9 @@ from synth.life.windows import (
 from synth.quality.rules import strip_timestamps
 from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
-from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES re-exported)
+from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, relied_on re-exported)
     DECIDED_LINES,
+    relied_on,
     settled_facts,
     shared_plans,
     undated_outline,
@@ -198,7 +199,8 @@ def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen:
 
 
 def build_plan(answer: BaseModel, question_type: str, segment: Segment) -> Plan:
-    chosen = sorted(set(answer.evidence))
+    # the evidence the outline relies on is selected even when the answer left it out (`relied_on`)
+    chosen = relied_on(answer.outline, segment, sorted(set(answer.evidence)))
     reason = plan_reason(answer, question_type, segment, chosen)
     return Plan(question_type=question_type, segment=segment.key, feasible=not reason, gate=reason,
                 evidence=chosen, temporal_scope=answer.temporal_scope, outline=answer.outline,
@@ -260,9 +262,10 @@ def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, ne
 
 
 def build_qa(answer: BaseModel, plan: Plan, segment: Segment, arc: LifeArc, persona_id: str, asked: dt.datetime,
-             needed: dict[str, list[str]]) -> QA:
+             needed: dict[str, list[str]], settled: Sequence[str] = ()) -> QA:
     """The item written from a write answer, asked at `asked`. An unanswerable item keeps the plan's evidence as
-    its related background (`background=True`; it does not answer the question), so its traces are gold too."""
+    its related background (`background=True`; it does not answer the question), so its traces are gold too, and
+    what its window settled (`settled`), so the options and the judges keep clear of it."""
     background = not question_types.answerable(plan.question_type)
     refs = [
         EvidenceRef(statement=e.statement, evidence_id=e.evidence_id, digital_trace_ids=needed[e.evidence_id],
@@ -275,6 +278,7 @@ def build_qa(answer: BaseModel, plan: Plan, segment: Segment, arc: LifeArc, pers
         question=answer.question.strip(), answer=answer.answer.strip(), evidence=refs,
         digital_trace_ids=list(dict.fromkeys(trace_ids_of(needed))),
         window_end=segment.window.end, temporal_scope=plan.temporal_scope, outline=plan.outline,
+        settled=list(settled) if background else [],
     )
 
 
@@ -312,7 +316,7 @@ class Planner:
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
                                    delay, planned, settled, self.section.planned_tokens)
         answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay),
-                                    check=partial(undated_outline, segment=segment))
+                                    check=partial(undated_outline, segment=segment, traces=self.traces))
         return {"plans": [build_plan(answer, question_type, segment)]}
 
     async def write(self, plan: Plan, segment: Segment) -> Records:
@@ -323,7 +327,8 @@ class Planner:
         variables = write_variables(self.common, arc, segment, plan, needed, asked, self.traces, self.ctx.settings.prompts,
                                     cap)
         answer = await self.ctx.ask("qa_write", "qa_write.j2", variables, write_model(cap))
-        return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, asked, needed)]}
+        settled = settled_facts(segment, self.ctx.phases, self.ctx.events) if plan.question_type == "unanswerable" else ()
+        return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, asked, needed, settled)]}
 
 
 def plan_key(question_type: str, segment: Segment) -> str:

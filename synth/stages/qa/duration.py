@@ -114,7 +114,7 @@ async def write_one(ctx: StageContext, pair: DurationPair, arc: LifeArc, common:
     variables = {**common, "arc": arc, "question_time": asked.isoformat(timespec="minutes"), "days": pair.days,
                  "convention": CONVENTION,
                  "moments": [{"statement": m.statement,
-                              "traces": trace_excerpts([m.trace_ids[0]], traces, ctx.settings.prompts)}
+                              "traces": trace_excerpts([m.trace_ids[0]], traces, ctx.settings.prompts, [m.statement])}
                              for m in (pair.first, pair.second)]}
     answer = await ctx.ask("qa_write", "qa_duration.j2", variables, DurationQuestion)
     unit = section.duration_unit[ctx.language]

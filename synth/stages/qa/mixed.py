@@ -88,10 +88,11 @@ class MixedWriter:
                             self.hours, self.last_day)
         arc = arc_for([a for e in pair.evidence for a in e.arc_ids], self.arcs)
         traces = {t.id: t for t in (pair.spoken, pair.written)}
+        said = [e.statement for e in pair.evidence]  # each excerpt cut around the passage carrying them
         variables = {**self.common, "arc": arc, "question_time": asked.isoformat(timespec="minutes"),
-                     "said": trace_excerpts([pair.spoken.id], traces, self.ctx.settings.prompts)[0],
-                     "wrote": trace_excerpts([pair.written.id], traces, self.ctx.settings.prompts)[0],
-                     "statements": [e.statement for e in pair.evidence],
+                     "said": trace_excerpts([pair.spoken.id], traces, self.ctx.settings.prompts, said)[0],
+                     "wrote": trace_excerpts([pair.written.id], traces, self.ctx.settings.prompts, said)[0],
+                     "statements": said,
                      "max_answer_chars": self.section.max_answer_chars[self.ctx.language]}
         answer = await self.ctx.ask("qa_write", "qa_mixed.j2", variables, self.answer_model)
         return {"qa.jsonl": [build_item(pair, arc, answer, asked, self.ctx.persona.id)]}

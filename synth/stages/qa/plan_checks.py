@@ -1,16 +1,24 @@
 """What a QA plan is held to beyond its schema: the facts its window settled (an unanswerable question must not
-ask about them), an outline that keeps to the evidence (no dates), and the earlier plans it must not twin."""
+ask about them), the evidence its outline relies on (selected), an outline that keeps to the evidence (no dates of
+its own), and the earlier plans it must not twin."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
 
 from synth.core.tokens import estimate_tokens
 from synth.life.windows import Segment
+from synth.quality.label_check import key_units
 from synth.quality.rules import explicit_dates
+from synth.records import Trace
 
 DECIDED_LINES = 12  # an unanswerable planner sees at most this many settled facts of its window (bounded prompt)
 DECIDED_CHARS = 240
+# An outline "relies on" an evidence it did not select when it repeats this share of the statement's units (content
+# words, Chinese character bigrams): the planner built the item on it, so the writer and the judges must see it.
+RELIES = 0.6
 
 
 def settled_facts(segment: Segment, phases: Sequence, events: Sequence) -> list[str]:
@@ -22,19 +30,101 @@ def settled_facts(segment: Segment, phases: Sequence, events: Sequence) -> list[
              if lo <= e.time.date() <= hi]
     lines += [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
               if p.start <= hi and p.end >= lo]
-    return [text[:DECIDED_CHARS] for _, text in sorted(lines, key=lambda x: x[0], reverse=True)[:DECIDED_LINES]]
+    return [clipped(text, DECIDED_CHARS) for _, text in sorted(lines, key=lambda x: x[0], reverse=True)[:DECIDED_LINES]]
 
 
-def undated_outline(answer, segment: Segment | None = None) -> None:
+_CLAUSE = re.compile(r"[.!?;,](?=\s)|[。！？；，]")
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` within `limit` characters, cut after its last sentence or clause end (else its last space, else
+    anywhere) and marked with an ellipsis: a fact cut mid-word ("by 2:40 p.m. s") leaves the planner unable to tell
+    what was settled."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    clauses = [m.end() for m in _CLAUSE.finditer(head) if m.start() > limit // 2]
+    spaces = [m.start() for m in re.finditer(r"\s", head) if m.start() > limit // 2]
+    cut = (clauses or spaces or [len(head)])[-1]
+    return head[:cut].rstrip() + "…"
+
+
+def relied_on(outline: str, segment: Segment, chosen: Sequence[int]) -> list[int]:
+    """`chosen` (1-based indices, in range) plus every evidence of the segment whose statement the outline repeats:
+    a plan naming a statement it did not select (the key line of a causal chain) would leave the writer without it."""
+    words = key_units(outline)
+    picked = {n for n in chosen if 0 < n <= len(segment.evidence)}
+    extra = {n for n, item in enumerate(segment.evidence, 1) if n not in picked
+             and (wanted := key_units(item.statement)) and len(wanted & words) / len(wanted) >= RELIES}
+    return sorted(picked | extra)
+
+
+_CONTEXT = re.compile(r"^(?:in|of|early|late|mid|since|until|by|during|last|next|this)\s+|^-", re.IGNORECASE)
+_ZH_WEEKDAY = re.compile(r"(?:星期|礼拜|周)([一二三四五六日天])")
+_EN_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_ZH_DAYS = "一二三四五六日"
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_MON = "|".join(m[:3].capitalize() + f"(?:{m[3:]})?" for m in _MONTHS)
+# an English day of a month ("March 5", "Mar. 5th", "the 5th of March"): a month name alone is not that precise
+_EN_DATE = re.compile(rf"\b(?:({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?\s+of\s+({_MON}))\b")
+
+
+def _canonical(text: str) -> str:
+    """`text` lower-cased with every English day of a month written "march 5" and every Chinese weekday "周日"."""
+    def day(m: re.Match) -> str:
+        month, number = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        return f"{next(x for x in _MONTHS if x.startswith(month[:3].lower()))} {int(number)}"
+    text = _EN_DATE.sub(day, text)
+    return _ZH_WEEKDAY.sub(lambda m: "周" + ("日" if m.group(1) == "天" else m.group(1)), text.lower())
+
+
+def outline_dates(outline: str) -> list[tuple[str, str]]:
+    """(as written, as compared) for every date word of an outline: an English day of a month whole ("March 5" →
+    "march 5"), else each match of the question-date patterns without its context word."""
+    out = [(m.group(0), _canonical(m.group(0))) for m in _EN_DATE.finditer(outline)]
+    rest = _EN_DATE.sub(" ", outline)
+    return out + [(d, date_core(d)) for d in explicit_dates(rest)]
+
+
+def date_core(written: str) -> str:
+    """The date word a match names, without the context it was found by ("since August" → "august", "Sundays" →
+    "sunday", "星期天" → "周日"): the outline and the evidence may word it differently."""
+    core = _CONTEXT.sub("", written.strip()).rstrip(".").lower()
+    if core.endswith("days") and core[:-1] in _EN_DAYS:
+        core = core[:-1]
+    return _canonical(core)
+
+
+def day_words(when: dt.datetime) -> list[str]:
+    """How a text may name the day of a trace: its date, weekday and month, in both languages."""
+    month = _MONTHS[when.month - 1]
+    return [when.date().isoformat(), _EN_DAYS[when.weekday()], month, f"{month} {when.day}",
+            f"{when.month}月{when.day}日", f"{when.month}月", f"周{_ZH_DAYS[when.weekday()]}"]
+
+
+def held_text(segment: Segment, chosen: Sequence[int], traces: Mapping[str, Trace]) -> str:
+    """What the selected evidence states about time, lower-cased: its statements, its traces' text and the days of
+    its traces (evidence of a Sunday may be asked about as "on Sunday")."""
+    parts: list[str] = []
+    for item in (segment.evidence[n - 1] for n in chosen):
+        parts.append(item.statement)
+        for when in item.trace_times:
+            parts += day_words(when)
+        parts += [traces[t].content for t in item.trace_ids if t in traces]
+    return " | ".join(_canonical(p) for p in parts)
+
+
+def undated_outline(answer, segment: Segment | None = None, traces: Mapping[str, Trace] | None = None) -> None:
     """The plan's outline keeps to the evidence: a date, month or weekday in the outline that none of its selected
     evidence states ("3月5日" when the records never say it) is a premise no trace holds, and the question may not
-    carry it. One the evidence itself states ("since August", "on Sunday") is part of what it says. Raised as a
-    re-ask with the reason."""
+    carry it. One the evidence itself states — in its statement, its traces, or as the day it happened ("since
+    August", "on Sunday"), however worded — is part of what it says. Raised as a re-ask with the reason."""
     outline = getattr(answer, "outline", "") or ""
-    chosen = [segment.evidence[i - 1].statement for i in getattr(answer, "evidence", []) or []
-              if segment is not None and 0 < i <= len(segment.evidence)]
-    stated = " ".join(chosen).lower()
-    unsupported = [d for d in explicit_dates(outline) if d.lower().rstrip(".") not in stated]
+    chosen = relied_on(outline, segment, getattr(answer, "evidence", []) or []) if segment is not None else []
+    held = held_text(segment, chosen, traces or {}) if segment is not None else ""
+    unsupported = [written for written, core in outline_dates(outline)
+                   if not re.search(rf"(?<!\d){re.escape(core)}(?!\d)", held)]  # "march 1" is not in "march 12"
     if unsupported:
         raise ValueError(f"outline: names {unsupported[0]!r}, which the selected evidence does not state; keep to "
                          "what the evidence says, without dates of your own")

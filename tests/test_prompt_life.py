@@ -1,0 +1,185 @@
+"""Planning-the-life prompts a capable model could follow: one view of the people and places per event (named
+relatives, the unlisted kept unnamed, home a location like any other), a gap's filler that shows its phase with
+the phase's own bounds, and the rules a bridged run found contradictory in the arcs, phases and events prompts."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from pydantic import ValidationError
+from test_prompt_lint import text
+
+from synth.config.prompts import render
+from synth.stages import events as events_stage
+from synth.stages import persona as persona_stage
+
+PLACE = {"kind": "place", "name": "Ward 7", "relation": "ward", "description": "her ward"}
+ZH_PLACE = {"kind": "place", "name": "七病区", "relation": "病区", "description": "她的病区"}
+
+
+# ---- one registry view per event
+
+def test_home_is_a_location_even_when_regular_places_are_listed():
+    """"location must be a regular place listed above" left an event at home (never registered) no answer."""
+    assert "at home" in text("events_generate.j2", "en", introduced=[PLACE])
+    assert "在家" in text("events_generate.j2", "zh", introduced=[ZH_PLACE])
+    assert "at home" in text("events_generate.j2", "en", introduced=[])
+
+
+def test_a_relative_has_a_name_and_one_the_profile_leaves_unnamed_stays_unnamed():
+    """A relative listed as "the sister" while the prompt said "name only the people listed above"."""
+    with pytest.raises(ValidationError):
+        persona_stage.RelationDraft(name="", relation="sister", description="d")
+    values = {"big_five": {k: 0.5 for k in ("openness", "conscientiousness", "extraversion", "agreeableness",
+                                           "neuroticism")}, "note": "", "start": "2022-01-01", "end": "2022-03-15",
+              "min_relations": 4}
+    en = "\n".join(m["content"] for m in render("persona_enrich.j2", language="en", **values))
+    zh = "\n".join(m["content"] for m in render("persona_enrich.j2", language="zh", **values))
+    assert "not \"the sister\"" in en and "不要只写“姐姐”" in zh
+    for language, unnamed in (("en", "unnamed"), ("zh", "不要给他们起名字")):
+        body = text("phases_generate.j2", language)
+        assert unnamed in body, language
+    assert "Name only the people listed above." not in text("phases_generate.j2", "en")
+
+
+# ---- a gap's filler
+
+def test_a_gap_filler_shows_its_phase_with_the_phases_own_bounds():
+    """A filler's prompt showed "this phase 1" as 01-12..01-22 while the phase's own prompt had said 01-01..01-22."""
+    from test_stage_functions_generation import TEN_DAYS, arcs, persona, phase
+
+    whole = phase(0, dt.date(2022, 1, 1), dt.date(2022, 1, 22))
+    window = whole.model_copy(update={"start": dt.date(2022, 1, 12)})
+    quota = events_stage.EventQuota(2, 1, 2)
+    variables = events_stage.events_variables(persona(), arcs(), TEN_DAYS, whole, quota, ["Sam"], window=window)
+    assert variables["days"] == 11
+    body = "\n".join(m["content"] for m in render("events_generate.j2", language="en", **variables))
+    assert "2022-01-01 (Saturday) to 2022-01-22 (Saturday)" in body, "the phase keeps its own bounds"
+    assert "only the events of 2022-01-12 (Wednesday) to 2022-01-22" in body
+    assert "day 0 is 2022-01-12" in body
+    plain = events_stage.events_variables(persona(), arcs(), TEN_DAYS, whole, quota, ["Sam"])
+    assert "only the events of" not in "\n".join(m["content"] for m in render("events_generate.j2", language="en",
+                                                                               **plain))
+
+
+# ---- the calendar
+
+def test_every_day_of_a_break_is_named_by_its_festival_and_make_up_working_days_are_shown():
+    """The 2022 Spring Festival break ran 01-31..02-06 with 01-29/01-30 make-up working days; a prompt showed only
+    "除夕 … 由 2022-01-29 调休" and no weekend of the break."""
+    from synth.core.calendar import holidays_between
+
+    days = {h["date"]: h for h in holidays_between("CN", "zh", "2022-01-23", "2022-02-08", workdays=True)}
+    assert [d for d, h in days.items() if not h.get("workday")] == [f"2022-{d}" for d in (
+        "01-31", "02-01", "02-02", "02-03", "02-04", "02-05", "02-06")]
+    assert days["2022-01-31"]["name"].startswith("除夕") and days["2022-02-01"]["name"] == "春节"
+    assert days["2022-02-05"]["name"] == "春节假期（周末）"
+    assert days["2022-01-29"] == {"date": "2022-01-29", "name": "调休上班日（春节）", "workday": True}
+    assert "2022-01-29" not in {h["date"] for h in holidays_between("CN", "zh", "2022-01-23", "2022-02-08")}
+    october = {h["date"]: h["name"] for h in holidays_between("CN", "zh", "2022-10-01", "2022-10-09", workdays=True)}
+    assert october["2022-10-08"] == "调休上班日（国庆节）", "a weekend that is a make-up working day is no break day"
+    # an ordinary long weekend is not a "break": the US's Monday holiday alone
+    assert holidays_between("US", "en", "2022-01-14", "2022-01-21") == [
+        {"date": "2022-01-17", "name": "Martin Luther King Jr. Day"}]
+
+
+def test_a_persona_file_sets_whose_holidays_its_prompts_show():
+    """A Chicago lawyer's phase listed no holiday for 2022-01-14..21: the English default country is GB."""
+    from types import SimpleNamespace
+
+    from synth.config.personas import PersonaSeed, load_persona_file, seed_hash
+    from synth.core.calendar import country_of
+
+    seed = load_persona_file("personas/p02_daniel.toml")
+    assert seed.country == "US"
+    assert country_of(seed, {"en": "GB"}, "en") == "US"
+    assert country_of(SimpleNamespace(country=""), {"en": "GB"}, "en") == "GB"
+    plain = seed.model_copy(update={"country": ""})
+    assert seed_hash(plain) == seed_hash(PersonaSeed.model_validate(
+        {k: v for k, v in plain.model_dump().items() if k != "country"})), "a seed without a country keeps its hash"
+    with pytest.raises(ValidationError):
+        PersonaSeed.model_validate({**plain.model_dump(), "country": "usa"})
+
+
+# ---- arcs and seeds
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_seed_prompt_says_the_real_span_and_keeps_months_long_seeds_to_a_slice(language):
+    """A 3-week timeline was offered marathon, birth of a child and buying a home with no word about the span, and
+    'promotion' though the persona had been promoted before it."""
+    body = text("arcs_seeds.j2", language, days=21)
+    if language == "en":
+        assert "lasts only 21 days" in body and "a slice of it fits" in body and "already happened" in body
+    else:
+        assert "只有 21 天" in body and "某一段" in body and "已经发生过的事" in body
+
+
+def test_a_state_the_person_is_in_shows_no_trigger_and_state_0_is_caused_before_the_start():
+    """The day-0 snapshot showed an arc's state 0 "now" with the trigger "春节回乐山" (a future trip)."""
+    from template_cases_zh import MOVES
+
+    for language in ("en", "zh"):
+        moves = [{**m, "state": {**m["state"], "trigger": "FUTURE-TRIP-HOME"}} for m in MOVES]
+        assert "FUTURE-TRIP-HOME" not in text("phases_init.j2", language, moves=moves)
+        reached = [{**moves[0], "reaches": [{"index": 1, "state": {**moves[0]["state"],
+                                                                  "trigger": "THE-NEXT-TRIGGER"}}]}]
+        assert "THE-NEXT-TRIGGER" in text("phases_generate.j2", language, moves=reached), "a state to reach keeps it"
+    assert "never an event of the timeline itself" in text("arcs_plan.j2", "en")
+    assert "不能是时间线里才会发生的事" in text("arcs_plan.j2", "zh")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_one_event_need_not_hold_both_a_states_trigger_and_its_weekly_cues(language):
+    """"exactly 1 event" had to live the trigger (day 0) and show the cues (the weekend): one timestamped event
+    cannot hold both; the cues may show in a later event."""
+    from template_cases_zh import MOVES
+
+    reached = [{**MOVES[0], "reaches": [{"index": 1, "state": MOVES[0]["state"]}]}]
+    body = text("events_generate.j2", language, moves=reached, count=2)
+    assert ("in that event or in a later event" in body) if language == "en" else ("这个事件或本阶段之后的事件" in body)
+
+
+def test_a_quoted_line_may_appear_verbatim_in_its_trace():
+    """A journal line quoted by the evidence ("Treated it like a client file.") had to be copied while the rules
+    said never to copy statements."""
+    assert "may appear as quoted" in text("traces_write.j2", "en")
+    assert "可以原样出现" in text("traces_write.j2", "zh")
+
+
+def test_a_short_medium_is_planned_for_one_evidence():
+    """A photo caption of 8-40 words was asked to carry a photo, the time, the place, a partner, numbers and a quoted
+    line: the planner is told which media are short and that each carries one evidence."""
+    import datetime as dt
+
+    from test_stage_functions_qa import SECTIONS
+
+    from synth.records import Event, Evidence
+    from synth.stages import traces as traces_stage
+
+    section = SECTIONS.traces
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 7, 10), title="t",
+                  description="d", location="", participant_ids=[])
+    evidence = [Evidence(id="v", persona_id="p", event_id="e", kind="fact", statement="s", arc_ids=[])]
+    weights = {"diary": 1.0, "photo_caption": 1.0}
+    short = traces_stage.short_media(section, tuple(weights), "en")
+    assert short == {"photo_caption": 40}
+    values = traces_stage.plan_variables({}, event, evidence, 1, weights, 48, short=short)
+    assert values["short"] == [{"medium": "photo_caption", "high": 40}]
+    assert "photo_caption: at most 40 words) carries one evidence" in text("traces_plan.j2", "en", short=values["short"])
+    assert "最多 85 字）只承载 1 条证据" in text("traces_plan.j2", "zh")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_major_events_prompt_matches_each_transition_to_a_fitting_trigger_with_enough_days(language):
+    """A 1-2 day event had to bring states whose cues were weekly habits and whose triggers were unrelated, and one
+    event carried three arcs with unrelated triggers (they stayed flat): the planner sees each state's trigger and
+    cues and is told an event moves an arc only when it triggers it and lasts long enough."""
+    from template_cases_zh import ARCS
+
+    arcs = [{**a, "anchor_states": [{**s, "trigger": f"TRIGGER-{i}", "cues": [f"CUE-{i}"]}
+                                    for i, s in enumerate(a["anchor_states"])]} for a in ARCS]
+    body = text("arcs_major_events.j2", language, arcs=arcs)
+    assert "TRIGGER-1" in body and "CUE-1" in body and "TRIGGER-0" not in body, "state 0 is where the arc starts"
+    rule = "only when that event is (or brings) the state's trigger" if language == "en" else "就是（或带来了）那个状态的触发"
+    assert rule in body
