@@ -1,6 +1,6 @@
 """`make bench`: the `small` preset against the fake server at a fixed latency, concurrent and sequential, compared
-with the critical-path lower bound of the run's own dependency structure; then an unchanged re-run, and the
-pipeline's CPU overhead per call at zero latency. The last line printed is one JSON object.
+with the critical-path lower bound the run measured on itself (its longest chain of dependent calls); then an
+unchanged re-run, and the pipeline's CPU overhead per call at zero latency. The last line printed is one JSON object.
 
 Before it, where the concurrent run's wall time beyond the critical path went: per stage (its wall time against its
 critical path and against what the concurrency limit alone forces), and per kind of work on the event-loop thread
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import json
 import os
 import re
@@ -37,13 +36,6 @@ from synth.stages import STAGES
 from synth.testing.loop_profile import RETRIES, LoopProfile
 
 ROOT = Path(__file__).resolve().parents[1]
-# The longest chain of dependent calls inside each stage, for one persona (see `stage_depths`): fixed depths for
-# stages whose units are short fixed chains; sequential stages count all their calls; distractors read each item's
-# refinement rounds. The filter's sufficiency and blind checks do not depend on each other: one level.
-FIXED_DEPTH = {"persona": 1, "events": 1, "traces": 2, "qa": 2, "filter": 1, "translate": 1}
-SEQUENTIAL = ("arcs", "phases")  # arcs: seeds → plan → major events; phases: init, then generate → update per phase
-
-
 @dataclass
 class Call:
     task: str
@@ -136,101 +128,15 @@ def run_once(out: Path, preset: str, base_url: str, concurrency: int | None,
 
 
 def stage_depths(persona: Path) -> dict[str, int]:
-    """Dependent calls on the longest chain of each stage that ran for one persona directory."""
+    """Dependent calls on the longest chain of each stage that ran for one persona directory, as the run itself
+    counted them (the manifest's `chain_calls`, synth.core.chain): every call that waited for another's answer —
+    a re-plan, a privacy check, a rewrite, a trace waiting for the traces it reads — is on it; cache hits are not."""
     depths: dict[str, int] = {}
     for stage in STAGES.order():
         path = persona / "manifests" / f"{stage}.json"
-        if not path.is_file():
-            continue
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-        if not manifest.get("provider_calls"):
-            depths[stage] = 0
-        elif stage in SEQUENTIAL:
-            depths[stage] = manifest["provider_calls"]
-        elif stage == "qa":
-            depths[stage] = qa_chain(persona)
-        elif stage == "traces":
-            depths[stage] = trace_chain(persona)
-        elif stage == "chats":
-            depths[stage] = chats_chain(persona)
-        elif stage == "lifelog":
-            depths[stage] = lifelog_chain(persona)
-        elif stage == "distractors":
-            depths[stage] = max((distractor_chain(item) for item in read_jsonl(persona / "mcq.jsonl")), default=0)
-        else:
-            depths[stage] = FIXED_DEPTH.get(stage, 1)
+        if path.is_file():
+            depths[stage] = int(json.loads(path.read_text(encoding="utf-8")).get("chain_calls") or 0)
     return depths
-
-
-def lifelog_chain(persona: Path) -> int:
-    """The plan's years, months and weeks run one after another (each with its re-asks), then the days at once,
-    then the dialogues at once (each with its re-asks)."""
-    plan = read_jsonl(persona / "lifelog_plan.jsonl") if (persona / "lifelog_plan.jsonl").is_file() else []
-    chain = sum(1 + len(n["check"]["repairs"]) for n in plan if n["level"] != "day")
-    chain += max((1 + len(n["check"]["repairs"]) for n in plan if n["level"] == "day"), default=0)
-    return chain + max((1 + len(d["check"]["repairs"]) for d in read_jsonl(persona / "lifelog.jsonl")), default=0)
-
-
-def qa_chain(persona: Path) -> int:
-    """QA plans one question type at a time (a type's planner sees the earlier types' outlines), its segments
-    concurrently; then every chosen plan is written at once: one level per type planned, plus the write. Types are
-    read from the written items, so a type planned but never written is not counted (the bound errs low)."""
-    types = {item.get("question_type") for item in read_jsonl(persona / "qa.jsonl")}
-    return len(types) + 1 if types else FIXED_DEPTH["qa"]
-
-
-def trace_chain(persona: Path) -> int:
-    """The traces stage's real dependent chain, read off its records: every event plans at once (a re-plan when
-    its privacy needed one); a trace then waits for every earlier wave's plans and for the traces its voice
-    reference reads (the latest `voice_examples` of its medium in an earlier wave: synth.stages.trace_voice), and
-    writes — each privacy round a write, plus the judge's call when it judged the trace."""
-    config = json.loads((persona.parent / "dataset.json").read_text(encoding="utf-8")).get("config", {})
-    section = config.get("traces", {})
-    count, days = int(section.get("voice_examples", 0)), max(1, int(section.get("voice_wave_days", 30)))
-    start = dt.date.fromisoformat(read_jsonl(persona / "persona.jsonl")[0]["start"])
-    events = {e["id"]: e for e in read_jsonl(persona / "events.jsonl")}
-    written = [t for t in read_jsonl(persona / "traces.jsonl") if t["event_id"] in events and t.get("intent")]
-    if not written:
-        return 0
-    wave = {eid: (dt.date.fromisoformat(e["time"][:10]) - start).days // days for eid, e in events.items()}
-    plan = {t["event_id"]: 1 + (t.get("privacy_plan") == "replanned") for t in written}
-    planned_by = {w: max((d for eid, d in plan.items() if wave[eid] < w), default=0) for w in set(wave.values())}
-    finish: dict[str, int] = {}
-    for trace in sorted(written, key=lambda t: (wave[t["event_id"]], t["time"], t["id"])):
-        w = wave[trace["event_id"]]
-        earlier = sorted((t for t in written if wave[t["event_id"]] < w and t["medium"] == trace["medium"]
-                          and t["time"] < trace["time"]), key=lambda t: (t["time"], t["id"]))
-        read = earlier[len(earlier) - count:] if count > 0 else []
-        ready = max([plan[trace["event_id"]], planned_by[w], *(finish[t["id"]] for t in read)])
-        own = (1 + int(trace.get("privacy_rewrites", 0))) * (1 + bool(trace.get("privacy_judged")))
-        finish[trace["id"]] = ready + own
-    return max(finish.values())
-
-
-def chats_chain(persona: Path) -> int:
-    """A group's days are one chain (each day's rolling state needs the day before), the groups run side by side:
-    per day its write, then the judge, then per repair a rewrite and the judge again (no judge when turned off)."""
-    dataset = persona.parent / "dataset.json"
-    judge = bool(json.loads(dataset.read_text()).get("config", {}).get("chats", {}).get("judge", True)) \
-        if dataset.is_file() else True
-    chains: dict[str, int] = {}
-    for day in read_jsonl(persona / "chats.jsonl"):
-        rounds = 1 + len(day["check"]["repairs"])
-        chains[day["group_id"]] = chains.get(day["group_id"], 0) + rounds * (1 + judge)
-    return max(chains.values(), default=0)
-
-
-def distractor_chain(item: dict) -> int:
-    """write → validate → verify per round: a round the code guard rejected made no validator call, and the verify
-    judge is asked only after a validator that passed the round (`supported` is None when it was not asked)."""
-    return sum(1 + (1 if r.get("validator_choice") else 0) + (1 if r.get("supported") is not None else 0)
-               for r in item.get("refinement", []))
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def critical_path_calls(out: Path) -> tuple[int, dict[str, int], Path | None]:
@@ -334,6 +240,10 @@ def main(argv: list[str] | None = None) -> None:
             server_cpu = server.cpu_s() - server_cpu
             calls = list(tracer.calls)
             log(f"concurrent: {wall_s:.2f}s, {len(calls)} calls" + (f" (stopped: {error})" if error else ""))
+            # read before the re-run: a stage it ran again from the cache would record a chain of no calls
+            chain, depths, persona = critical_path_calls(tmp_path / "concurrent")
+            concurrency = args.concurrency or int(conf.preset_config(args.preset)["concurrency"])
+            stage_rows = stage_table(persona, depths, latency_s, concurrency) if persona else []
             before = server.chat_calls()
             rerun_s, _ = run_once(tmp_path / "concurrent", args.preset, base_url, args.concurrency, None, sources)
             rerun_calls = server.chat_calls() - before
@@ -349,9 +259,6 @@ def main(argv: list[str] | None = None) -> None:
             cpu = time.process_time() - cpu
             log(f"zero latency: {zero_wall:.2f}s wall, {cpu:.2f}s CPU over {len(tracer.calls)} calls")
             overhead_ms = 1000 * cpu / max(1, len(tracer.calls))
-        chain, depths, persona = critical_path_calls(tmp_path / "concurrent")
-        concurrency = args.concurrency or int(conf.preset_config(args.preset)["concurrency"])
-        stage_rows = stage_table(persona, depths, latency_s, concurrency) if persona else []
     if args.trace:
         origin = min((c.start for c in calls), default=0.0)
         args.trace.write_text("".join(json.dumps({"task": c.task, "start": round(c.start - origin, 4),

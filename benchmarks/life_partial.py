@@ -1,9 +1,10 @@
 """Figures of a lived life from a run whose traces stage was stopped, and the re-dating of its events replayed.
 
-`waves OUT DST`: the traces stage writes in voice waves of `[traces] voice_wave_days` (time order), and its journal
-(`<persona>/.work/traces.journal.jsonl`) keeps every finished event's traces. This builds a dataset at DST of the
-waves that finished: each persona's timeline cut at the end of its last complete wave, the events, evidence, phases,
-major events and people of that span, and the journal's traces as `traces.jsonl`. `synth stats --out DST` and
+`waves OUT DST`: the traces stage's journal (`<persona>/.work/traces.journal.jsonl`) keeps every finished event's
+traces; events finish roughly in time order (a trace waits for the earlier traces it reads as its voice), by
+stretches of `[traces] voice_wave_days`. This builds a dataset at DST of the leading stretches that finished: each
+persona's timeline cut at the end of its last complete stretch, the events, evidence, phases, major events and
+people of that span, and the journal's traces as `traces.jsonl`. `synth stats --out DST` and
 `synth validate --out DST` then read it like any dataset (a major event running past the cut is a validate finding
 of the cut, not of the run).
 

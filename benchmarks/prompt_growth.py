@@ -72,7 +72,7 @@ def main() -> int:
     parser.add_argument("--p95-limit", type=int, default=9000)
     args = parser.parse_args()
     real = conf.resolve_route("openai", "gpt-4o-mini", None)  # only routes the tasks; nothing is priced here
-    requests, _, _, error, _ = fake_requests(args.preset, [args.personas], [args.persona], args.config, real)
+    requests, _, _, error, _, _ = fake_requests(args.preset, [args.personas], [args.persona], args.config, real)
     table = growth(requests)
     console = Console(width=200)
     console.print(f"input tokens per call — preset {args.preset}, persona {args.persona} (fake run, no model called)")

@@ -6,6 +6,7 @@ import datetime as dt
 import re
 
 from synth.records import AnchorState, BigFive, LifeArc, Persona, Phase, Relation, Snapshot
+from synth.stages.trace_context import moment_arcs
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -40,7 +41,8 @@ DETAILED = {"id": "e", "title": "Handover", "description": "d", "location": "war
 EVIDENCE = [{"id": "v", "kind": "emotion", "statement": "Maya felt uneasy at handover.", "private": True}]
 SEEDS = [{"name": "career_change", "label": "career_change", "title": "Career change", "description": "d"}]
 SNAP_JSON = SNAP.model_dump(mode="json")
-TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE,
+TRACE_CONTEXT = {"arcs": ARCS, "moment_arcs": moment_arcs(ARCS, None), "phase": PHASE, "previous_phase": PHASE,
+                 "event": DETAILED, "evidence": EVIDENCE,
                  "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False}
 
 VARIABLES = {

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from synth.config.prompts import labels, prompts_dir, render
 from synth.records import CANNOT_DETERMINE, QUESTION_TYPES, AnchorState, BigFive, LifeArc, Persona, Relation, Snapshot
+from synth.stages.trace_context import moment_arcs
 
 # Words the model must read literally: JSON field names of the output schemas and JSON literals. An English word
 # outside this list (or an id not shown beside its native label) is a leftover.
@@ -86,7 +87,8 @@ TRACES = [{"medium": m, "time": "2023-02-06T21:00", "content": "今天的周会�
 QA_EVIDENCE = [{"index": n + 1, "date": "2023-02-06", "kind": e["kind"], "statement": e["statement"],
                 "recent": n == 0, "media": MEDIA[:2]} for n, e in enumerate(EVIDENCE)]
 CHOICES = [{"id": c, "text": "我先让大家说困难。"} for c in "ABCDE"]
-TRACE_CONTEXT = {"arcs": ARCS, "phase": PHASE, "previous_phase": PHASE, "event": DETAILED, "evidence": EVIDENCE,
+TRACE_CONTEXT = {"arcs": ARCS, "moment_arcs": moment_arcs(ARCS, None), "phase": PHASE, "previous_phase": PHASE,
+                 "event": DETAILED, "evidence": EVIDENCE,
                  "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False}
 QUESTION = {"question": "周会后你对带团队的看法有什么变化？", "question_time": "2023-02-08T20:00"}
 STYLE = {"formality": 3, "verbosity": 4, "humour": 2, "jargon": 1, "emoji": 3, "directness": 5, "warmth": 4,
@@ -184,7 +186,7 @@ def _qa(name: str, question_type: str) -> dict | None:
     return {
         "qa_plan.j2": {**common, **window, "max_delay_days": 23, "hours": (7, 22),
                        "planned": [{"question_type": "comparison", "outline": "周会前后的对比。",
-                                    "evidence_ids": ["v0"], "statements": ["周会上她让每个人先说自己的困难。"]}],
+                                    "evidence": [1]}],
                        "settled": ["2023-02-06 周会: 她宣布新的排班表从下个月开始。"]},
         "qa_duration.j2": {**common, "arc": ARC_RECORDS[0], "question_time": "2023-02-08T20:00", "days": 5,
                            "convention": "calendar_days_between",

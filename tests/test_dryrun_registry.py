@@ -21,8 +21,8 @@ def registry(tmp: Path, people: float, places: float, realistic: bool = True) ->
     config.write_text(f"[dry_run]\npeople_per_month = {people}\nplaces_per_month = {places}\n"
                       "[events]\nnew_people = 3\n")
     out = tmp / "run"
-    _, _, _, error, _ = fake_requests("tiny", [PERSONAS], [PID], config, conf.resolve_route("fake", None),
-                                   realistic=realistic, keep=out)
+    _, _, _, error, _, _ = fake_requests("tiny", [PERSONAS], [PID], config, conf.resolve_route("fake", None),
+                                         realistic=realistic, keep=out)
     assert error is None
     return [p for p in read_records(out / PID / "people.jsonl", Person) if p.origin == "introduced"]
 

@@ -120,8 +120,9 @@ def test_names_in_matches_whole_names_not_fragments():
 
 
 def test_the_trace_writer_sees_this_phase_and_each_arcs_state_now_not_the_history_the_plan_already_used():
-    """The writer's plan fixed what the trace says; its prompt keeps the current phase and each arc's current
-    state, not the previous phase and every earlier state (the planner's prompt keeps them)."""
+    """The writer's plan fixed what the trace says; its prompt keeps the current phase and the state now of each arc
+    the evidence touches, not the previous phase (the planner's prompt keeps it, by what it was about); neither
+    shows a state the arc has left behind."""
     from synth.config.prompts import render
 
     phase = {"title": "Spring crunch", "start": "2022-03-01", "end": "2022-04-30", "description": "long hours",
@@ -132,8 +133,9 @@ def test_the_trace_writer_sees_this_phase_and_each_arcs_state_now_not_the_histor
              "anchor_states": [{"label": "EARLY-STATE", "description": "junior"},
                                {"label": "NOW-STATE", "description": "lead", "trigger": "t", "cues": []}]}]
     event = {"time": "2022-03-09T13:55:00", "location": "office", "title": "Review", "description": "the review"}
-    common = dict(language="en", event=event, phase=phase, previous_phase=previous, arcs=arcs, people=[],
-                  holidays=[], everyday=False, persona=persona().model_dump(mode="json"))
+    common = dict(language="en", event=event, phase=phase, previous_phase=previous, arcs=arcs,
+                  moment_arcs=traces.moment_arcs(arcs, ["a1"]), people=[], holidays=[], everyday=False,
+                  persona=persona().model_dump(mode="json"))
     write = " ".join(m["content"] for m in render("traces_write.j2", **common, medium="diary", intent="i",
                                                   audience="a", key_information="k", carried=[], time="2022-03-09T15:00",
                                                   min_words=10, max_words=50, voice=[], hidden=[]))
@@ -142,7 +144,8 @@ def test_the_trace_writer_sees_this_phase_and_each_arcs_state_now_not_the_histor
     plan = " ".join(m["content"] for m in render("traces_plan.j2", **common, evidence=[], count=1, media=["diary"],
                                                  targets={"diary": 100}, max_delay=24, suggested=["diary"],
                                                  public=[], problems=[], short=[]))
-    assert "EARLY-STATE" in plan and "Quiet winter" in plan
+    assert "NOW-STATE" in plan and "Quiet winter" in plan
+    assert "EARLY-STATE" not in plan
 
 
 def test_the_trace_writer_sees_the_people_of_its_event_and_evidence_not_those_seen_lately():

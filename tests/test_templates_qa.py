@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 import pytest
@@ -9,7 +10,10 @@ from qa_world import build_persona_dir
 
 from synth.config.prompts import label, render
 from synth.core.jsonl import read_records
+from synth.core.tokens import estimate_tokens
+from synth.life.windows import Segment, SegmentEvidence, Window
 from synth.records import CANNOT_DETERMINE, QUESTION_TYPES, LifeArc, Persona
+from synth.stages import qa
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 TEMPLATES = ("qa_plan.j2", "qa_write.j2", "distractors_write.j2", "distractors_validate.j2",
@@ -236,3 +240,32 @@ def test_a_plan_whose_outline_names_a_date_the_evidence_does_not_state_is_asked_
                                     evidence=[1]), segment=segment)
     undated_outline(SimpleNamespace(outline="What made her quit after the review, and how she told her boss",
                                     evidence=[1]), segment=segment)
+
+
+def test_a_plan_prompt_shows_the_arcs_earlier_plans_within_a_budget(people):
+    """An arc's feasible plans pile up over the types; a plan prompt shows those sharing its evidence by their
+    numbers, the most shared first, within `[qa] planned_tokens` — however many were planned before."""
+    persona, arcs = people
+    items = tuple(SegmentEvidence(evidence_id=f"e{n}", arc_ids=(arcs[0].id,), kind="fact", statement=f"statement {n}",
+                                  time=dt.datetime(2022, 2, n, 21), trace_ids=(), trace_times=())
+                  for n in range(1, 4))
+    segment = Segment(arc_id=arcs[0].id, window=Window(index=0, start=items[0].time.date(),
+                                                        end=items[-1].time.date()), evidence=items, new_ids=frozenset())
+    earlier = [{"question_type": "factual", "outline": f"OUTLINE-{k} " + "a long outline of the question " * 12,
+                "evidence_ids": ["e1", "e2"] if k % 3 == 0 else ["e2", "e99"]} for k in range(30)]
+    earlier.append({"question_type": "causal", "outline": "ELSEWHERE", "evidence_ids": ["e99"]})
+    common = {"persona": persona, "arcs": arcs}
+
+    def prompt(planned, budget):
+        variables = qa.plan_variables(common, arcs[0], segment, "causal", {}, 23, planned, planned_tokens=budget)
+        return variables["planned"], "\n".join(m["content"] for m in render("qa_plan.j2", language="en", **variables))
+
+    shown, text = prompt(earlier, 400)
+    assert shown and shown[0]["outline"].startswith("OUTLINE-27 ") and shown[0]["evidence"] == [1, 2], \
+        "the most shared first, then the latest"
+    assert "(evidence: [1], [2])" in text and "statement 1; statement 2" not in text, "numbers, not statements"
+    assert "ELSEWHERE" not in text, "a plan sharing no evidence with the segment stays out"
+    _, blind = prompt([], 400)
+    assert estimate_tokens(text) - estimate_tokens(blind) <= 400 + 60, "the budget bounds the growth"
+    everything, _ = prompt(earlier, None)
+    assert len(everything) == 30 > len(shown)

@@ -25,6 +25,8 @@ ALIGNED = [[0, 1, 0], [2, 2, 1]]
 # a trace sees the states reached when its phase begins (the end of the phase before): a change its own phase
 # brings about is carried by the evidence, not announced
 REACHED = [[0, 0, 0], ALIGNED[0]]
+# the arcs each major event's evidence touches: a prompt shows where those stand, not the others, nor the past states
+TOUCHED = [[0], [0, 1]]
 
 
 def state_text(arc: int, k: int) -> tuple[str, str]:
@@ -55,7 +57,8 @@ def world() -> dict[str, list]:
                     dt.timedelta(days=2), title=f"EVENT-{n}", description="d", location="home", participant_ids=[])
               for n, (a, _) in enumerate(spans)]
     evidence = [Evidence(id=f"v{n}{j}", persona_id=PID, event_id=f"e{n}", kind="fact",
-                         statement=f"STATEMENT-{n}-{j}", arc_ids=["arc0"]) for n in range(2) for j in range(3)]
+                         statement=f"STATEMENT-{n}-{j}", arc_ids=[f"arc{i}" for i in TOUCHED[n]])
+                for n in range(2) for j in range(3)]
     return {"persona.jsonl": [maya()], "arcs.jsonl": arcs, "major_events.jsonl": majors, "phases.jsonl": phases,
             "events.jsonl": events, "evidence.jsonl": evidence, "people.jsonl": []}
 
@@ -81,21 +84,29 @@ def later_states(major: int) -> list[str]:
 
 
 def reached_states(major: int) -> list[str]:
-    return [t for i, reached in enumerate(REACHED[major]) for k in range(reached + 1) for t in state_text(i, k)]
+    """The state each arc the event touches stands at: the only anchor states its prompts show."""
+    return [t for i in TOUCHED[major] for t in state_text(i, REACHED[major][i])]
 
 
-def states_now(major: int) -> list[str]:
-    """Each arc's state reached last: what a writer's brief prompt keeps of the arcs."""
-    return [t for i, reached in enumerate(REACHED[major]) for t in state_text(i, reached)]
+def unshown_states(major: int) -> list[str]:
+    """States the prompts leave out though they are past: those an arc has left, and any of an arc not touched."""
+    return [t for i, reached in enumerate(REACHED[major]) for k in range(reached + 1) for t in state_text(i, k)
+            if i not in TOUCHED[major] or k < reached]
 
 
-def assert_no_future(text: str, major: int, own_end: str, brief: bool = False) -> None:
+def assert_no_future(text: str, major: int, own_end: str, rendered: bool = True) -> None:
+    """No later state and not the own phase's end in `text`; a `rendered` prompt shows exactly the reached states
+    of the arcs the event touches (the variables also hold the arcs' past states, never shown)."""
     leaked = [t for t in later_states(major) if t in text]
     assert not leaked, f"later anchor states in the prompt: {leaked}"
     assert f"EMOTION-{own_end}" not in text and f"FOCUS-{own_end}" not in text and f"STATUS-{own_end}" not in text, \
         "the own phase's snapshot_after (the state at its end) is in the prompt"
-    missing = [t for t in (states_now(major) if brief else reached_states(major)) if t not in text]
+    if not rendered:
+        return
+    missing = [t for t in reached_states(major) if t not in text]
     assert not missing, f"reached anchor states missing from the prompt: {missing}"
+    extra = [t for t in unshown_states(major) if t in text]
+    assert not extra, f"states left behind or of arcs the event does not touch, in the prompt: {extra}"
 
 
 def test_the_first_events_prompts_show_only_what_exists_at_its_time(tmp_path):
@@ -104,15 +115,18 @@ def test_the_first_events_prompts_show_only_what_exists_at_its_time(tmp_path):
     assert sum(map(is_plan, first)) == 1 and len(first) == 3, "one plan and two writes for the first event"
     for request in first:
         text = text_of(request)
-        assert_no_future(text, 0, "END-OF-PHASE-0", brief=not is_plan(request))
-        assert "EMOTION-START" in text and "STATUS-START-1" in text, "the phase's start state is shown"
+        assert_no_future(text, 0, "END-OF-PHASE-0")
+        assert "EMOTION-START" in text and "STATUS-START-0" in text, "the phase's start state is shown"
+        assert "STATUS-START-1" not in text, "... with the status of the arcs the event touches only"
     # the second event sees further (its major event's states, the first phase whole), still not its own end
     second = [r for r in seen if "EVENT-1" in text_of(r)]
     assert len(second) == 3
     for request in second:
         text = text_of(request)
-        assert_no_future(text, 1, "END-OF-PHASE-1", brief=not is_plan(request))
+        assert_no_future(text, 1, "END-OF-PHASE-1")
         assert "EMOTION-END-OF-PHASE-0" in text
+        assert "EMOTION-START" not in text and "STATUS-START" not in text, \
+            "the previous phase is shown by what it was about, not by its (older) start state"
     # the cacheable prefix is timeless: the same for every request, arc titles and descriptions but no state
     prefixes = {r.messages[0]["content"] for r in seen}
     assert len(prefixes) == 1
@@ -129,8 +143,8 @@ def test_the_prompt_variables_carry_no_future_in_either_language(language):
     event, evidence = records["events.jsonl"][at], records["evidence.jsonl"][:3]
     who = maya().model_copy(update={"language": language}).model_dump(mode="json")
     context = traces.event_context(who, traces.arcs_so_far(arcs, traces.reached_states(phases, at)),
-                                   traces.snapshot_history(phases, at), event)
-    assert_no_future(json.dumps(context), 0, "END-OF-PHASE-0")  # not even a variable
+                                   traces.snapshot_history(phases, at), event, {"arc_ids": ["arc0"]})
+    assert_no_future(json.dumps(context), 0, "END-OF-PHASE-0", rendered=False)  # not even a variable
     plan = traces.plan_variables(context, event, evidence, 2, {"diary": 1.0}, 12)
     answer = traces.plan_answer(("diary",), 3, 1, 12).model_validate({"traces": [{
         "reasons": "PLANNER-REASONS", "medium": "diary", "intent": "i", "audience": "self", "key_information": "k", "evidence": [2],
@@ -223,3 +237,17 @@ def test_label_check_passes_labelled_or_unrelated_traces_in_chinese():
     clean = [trace_item("t1", "今天和主管因为夜班安排吵了一架。", ["v1"]),
              trace_item("t2", "傍晚和萨姆去河边散步，天气终于转晴了。", [])]
     assert unlabelled_evidence(items, clean) == []
+
+
+def test_the_trace_prompts_show_the_person_without_what_only_the_lifes_planning_needed(tmp_path):
+    """The writer's profile: who the person is and whom they know (names come from it), not their schooling,
+    family history or the story before the timeline (they stay in the planning stages' prompts)."""
+    records = world()
+    records["persona.jsonl"] = [maya(personality="PERSONALITY-X", family_history="FAMILY-X", education="SCHOOL-X",
+                                     backstory="BACKSTORY-X", interests=["INTEREST-X"])]
+    seen = run_traces(tmp_path, records)
+    assert seen
+    for request in seen:
+        prefix = request.messages[0]["content"]
+        assert "PERSONALITY-X" in prefix and "INTEREST-X" in prefix and "Sam (partner)" in prefix
+        assert not {"FAMILY-X", "SCHOOL-X", "BACKSTORY-X"} & set(prefix.split()), prefix

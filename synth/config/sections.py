@@ -101,8 +101,9 @@ class TracesSettings(Section):
     voice_examples: int = knob("the person's latest traces of the same medium shown to the writer as a voice "
                                "reference", ge=0)
     voice_chars: int = knob("each voice example cut to this many characters", ge=1)
-    voice_wave_days: int = knob("traces are written in waves of this many days (concurrent inside a wave), each "
-                                "after the earlier ones so their traces can be the voice reference", ge=1)
+    voice_wave_days: int = knob("the voice reference comes from an earlier stretch of this many days (counted from "
+                                "the timeline's start): traces of one stretch do not read each other, so they are "
+                                "written side by side; a trace waits only for the traces it reads", ge=1)
     registry_days: int = knob("the registry a prompt shows: whom the moment names, then those seen in the last this "
                               "many days, most recent first (synth.life.registry_view)", ge=0)
     registry_tokens: int = knob("... while their lines fit in this many tokens", ge=0)
@@ -227,6 +228,8 @@ class QASettings(Section):
     plans_per_type: int = knob("planning calls per type (spread over the active segments)", ge=0)
     max_segment_evidence: int = knob("at most this many evidence of a segment go into the plan prompt, chosen over "
                                      "the arc's whole span", ge=1)
+    planned_tokens: int = knob("the plans of earlier types on the arc a plan prompt shows (those sharing its "
+                               "evidence, the most shared first) fit in this many tokens", ge=0)
     question_grace_days: int = knob("a question may be asked this many days after the timeline ends", ge=0)
     max_question_delay_days: int = knob("the plan's ask_after_days maximum (days after the newest needed trace)",
                                         ge=0)

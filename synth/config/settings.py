@@ -53,7 +53,9 @@ class BatchSettings(Section):
 class DryRunSettings(Section):
     """`synth run --dry-run`: the cost estimate without calling a model."""
 
-    output_tokens: dict[str, int] = knob("per task: typical output tokens (the fake's placeholder text is no guide)")
+    output_tokens: dict[str, int] = knob("per task: typical output tokens of one answer, from a capable model's "
+                                         "answers (docs/performance.md); `traces` is the plan's (a trace's text is "
+                                         "priced at its configured length)")
     people_per_month: float = knob("newcomers a month of life brings into the registry in the dry run's answers (a "
                                    "capable model added 3 people and 1 place in 75 days)", ge=0)
     places_per_month: float = knob("... and new places a month", ge=0)

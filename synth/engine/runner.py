@@ -15,6 +15,7 @@ from synth.config import conf
 from synth.config.conf import Route
 from synth.config.personas import PersonaSeed, seed_hash
 from synth.config.prompts import template_source_hash
+from synth.core import chain
 from synth.core.errors import BudgetExceeded, InputError, SynthError
 from synth.core.jsonl import Journal, read_records, write_atomic, write_json_atomic
 from synth.engine.stage import Stage, StageContext, StageRegistry
@@ -191,7 +192,7 @@ async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: L
                        on_unit=(lambda: progress.advance(task, ctx.total_units)) if progress else (lambda: None),
                        inputs=inputs)
     started = dt.datetime.now(dt.timezone.utc)
-    t0 = time.perf_counter()
+    t0, depth0 = time.perf_counter(), chain.depth()
     try:
         produced = await stage.body(ctx)
     finally:
@@ -210,6 +211,7 @@ async def run_stage(stage: Stage, seed: PersonaSeed, options: RunOptions, llm: L
         cached_input_tokens=stats.usage.cached_input_tokens, cache_saving_usd=round(stats.cache_saving_usd, 6),
         cost_usd=round(stats.cost_usd, 6), started_at=started.isoformat(),
         finished_at=dt.datetime.now(dt.timezone.utc).isoformat(), wall_s=round(time.perf_counter() - t0, 3),
+        chain_calls=chain.depth() - depth0,
         synth_version=conf.synth_version(),
     )
     if ctx.budget_error is not None:

@@ -21,6 +21,7 @@ from synth.config import settings
 from synth.config.conf import Route
 from synth.config.personas import PersonaSeed
 from synth.config.prompts import render
+from synth.core import chain
 from synth.core.errors import BudgetExceeded, SynthError
 from synth.core.jsonl import Journal, read_records
 from synth.llm.base import GenerationFailed, GenerationSettings, LLMRequest
@@ -196,12 +197,19 @@ class StageContext:
                 if not await self._one(key, fn):
                     break
             return
+        ends: list[int] = []  # each unit's chain where it ended: what follows waited for the longest
+
+        async def one(key: str, fn: Callable[[], Awaitable[Records]]) -> None:
+            await self._one(key, fn)
+            ends.append(chain.depth())
+
         try:
             async with asyncio.TaskGroup() as group:
                 for key, fn in pending:
-                    group.create_task(self._one(key, fn))
+                    group.create_task(one(key, fn))
         except BaseExceptionGroup as group:
             raise group.exceptions[0] from None
+        chain.join(*ends)
 
     def collected(self) -> dict[str, list[dict]]:
         out: dict[str, list[dict]] = {name: [] for name in self.stage.writes}

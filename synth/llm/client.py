@@ -17,6 +17,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from synth.config.conf import Route
 from synth.config.prompts import render_text
 from synth.config.shown_schema import decode_answer, native_schema
+from synth.core import chain
 from synth.core.tokens import estimate_tokens
 from synth.llm.base import GenerationFailed, LLMRequest, Provider, ProviderResponse, TransportError, Usage
 from synth.llm.cache import ResponseCache, cache_key
@@ -230,6 +231,7 @@ class LLM:
             )
             used_tokens = usage.input_tokens + usage.output_tokens
             stats.provider_calls += 1
+            chain.called()  # a cache hit costs no latency: only calls that reached a provider lengthen the chain
             stats.usage.add(usage)
             stats.cost_usd += used_usd
             stats.cache_saving_usd += usage.cached_input_tokens * (route.price("input") - route.price("cache_read")) / 1e6

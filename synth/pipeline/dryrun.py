@@ -1,8 +1,11 @@
 """`synth run --dry-run`: run the whole pipeline on the fake provider and price every request at the real model.
 
-The fake answers are short placeholders, so output tokens come from a per-task table in the config
-(`[defaults.dry_run.output_tokens]`, task → tokens); input tokens are those of the rendered prompt. Prompt caching is
-estimated per task: the first request with a given system prefix writes it to the cache, every later one reads it.
+Output tokens come from a per-task table in the config (`[defaults.dry_run.output_tokens]`, task → tokens), except
+an answer that is a text of configured length and nothing else (a trace's `content`): it is priced at the length
+the dry run's fake wrote, so the planner and the writer of one task are not priced alike. Input tokens are those
+of the rendered prompt. Prompt caching is estimated per task: the first request with a given system prefix writes
+it to the cache, every later one reads it — when the prefix is at least the model's `cache_min_tokens` (a
+provider caches nothing shorter).
 """
 
 from __future__ import annotations
@@ -63,16 +66,19 @@ def default_preset(preset: str | None, provider: str) -> str:
 
 
 def price_requests(requests: Iterable[LLMRequest], stage_of: dict[str, str], route_of: dict[str, Route],
-                   output_tokens: dict[str, int]) -> dict[str, Estimate]:
-    """Per-stage estimates of the fake run's requests, in the order they were sent."""
+                   output_tokens: dict[str, int], text_tokens: dict[int, int] | None = None) -> dict[str, Estimate]:
+    """Per-stage estimates of the fake run's requests, in the order they were sent. `text_tokens`: id(request) →
+    the size of its answer when that answer is a text of configured length (it replaces the task's table value)."""
+    sized = text_tokens or {}
     per_stage: dict[str, Estimate] = {}
     seen_prefixes: set[tuple[str, str]] = set()
     for request in requests:
         stage = stage_of.get(request.task, request.task)
         input_tokens = estimate_tokens(" ".join(m["content"] for m in request.messages))
-        out = min(int(output_tokens.get(request.task, DEFAULT_OUTPUT_TOKENS)), request.settings.max_tokens)
+        out = sized.get(id(request)) or int(output_tokens.get(request.task, DEFAULT_OUTPUT_TOKENS))
+        out = min(out, request.settings.max_tokens)
         cached = written = 0
-        if request.system:
+        if request.system and estimate_tokens(request.system) >= route_of[request.task].price("cache_min_tokens"):
             prefix = (request.task, request.system)
             if prefix in seen_prefixes:
                 cached = estimate_tokens(request.system)
@@ -85,9 +91,10 @@ def price_requests(requests: Iterable[LLMRequest], stage_of: dict[str, str], rou
 
 def fake_requests(preset: str, personas: list[Path], persona: list[str], config: Path | None,
                   real: Route, realistic: bool = True, keep: Path | None = None,
-                  ) -> tuple[list[LLMRequest], dict[str, Route], dict, str | None, int]:
+                  ) -> tuple[list[LLMRequest], dict[str, Route], dict, str | None, int, dict[int, int]]:
     """Run every stage on the fake provider in a temporary directory (`keep`: in this one, left in place); returns
-    the requests it sent, the routes, the preset's config, an error and the final items the run kept.
+    the requests it sent, the routes, the preset's config, an error, the final items the run kept and the sizes of
+    its answers that are texts of configured length (id(request) → tokens; empty for the plain fake).
     `realistic`: the dry run's fake (synth.pipeline.dryrun_fake), else the plain one."""
     from synth.pipeline import session as pipeline
 
@@ -127,7 +134,8 @@ def fake_requests(preset: str, personas: list[Path], persona: list[str], config:
             session.close()
         final = sum(len(path.read_text(encoding="utf-8").splitlines())
                     for path in (keep or Path(tmp)).glob("*/final.jsonl"))
-        return list(fake.seen), route_of, session.options.config, error, final
+        sizes = fake.text_tokens if isinstance(fake, DryRunFake) else {}
+        return list(fake.seen), route_of, session.options.config, error, final, sizes
 
 
 def dry_run(preset: str | None, provider: str | None, model: str | None, base_url: str | None,
@@ -137,11 +145,11 @@ def dry_run(preset: str | None, provider: str | None, model: str | None, base_ur
     name, _ = conf.choose_provider(provider)
     real = conf.resolve_route(name, model, base_url)
     preset = default_preset(preset, name)
-    requests, route_of, preset_config, error, final = fake_requests(preset, personas, persona, config, real,
-                                                                    realistic)
+    requests, route_of, preset_config, error, final, sizes = fake_requests(preset, personas, persona, config, real,
+                                                                           realistic)
     stage_of = {task: stage.name for stage in STAGES.values() for task in stage.tasks}
     output_tokens = conf.get(preset_config, "dry_run.output_tokens", {}) or {}
-    per_stage = price_requests(requests, stage_of, route_of, output_tokens)
+    per_stage = price_requests(requests, stage_of, route_of, output_tokens, sizes)
     ordered = {s: per_stage[s] for s in STAGES if s in per_stage}
     ordered.update({s: e for s, e in per_stage.items() if s not in ordered})
     total = Estimate()
@@ -188,8 +196,9 @@ def _print(console: Console, result: dict, per_stage: dict[str, Estimate], total
     if a["realistic_answers"]:
         console.print(f"assumes: the registry grows by {a['people_per_month']} people and {a['places_per_month']} "
                       "places per month of life (dry_run.people_per_month, places_per_month), answers as long as "
-                      "dry_run.output_tokens, traces of the configured length, every prompt's registry bounded by "
-                      "registry_days and registry_tokens.", highlight=False, markup=False)
+                      "dry_run.output_tokens, traces of the configured length (a trace's text is priced at that length, "
+                      "not at the task's table value), every prompt's registry bounded by registry_days and "
+                      "registry_tokens.", highlight=False, markup=False)
     if result["error"]:
         console.print(f"[yellow]warning:[/] the fake run stopped early, so this covers only the stages that ran: "
                       f"{result['error']}", highlight=False, soft_wrap=True)

@@ -14,9 +14,21 @@ from synth.llm.fake import _WORDS_EN, _WORDS_ZH, FakeProvider, seeded_rng
 
 DAYS_PER_MONTH = 30.44
 SIZED_APART = ("content", "name")  # `content`: the configured trace length (content_words); `name`: two words
-# fields a real answer keeps to a few words (a title, a label, a mood); the others share the rest of the answer
-SHORT = {"title": 6, "label": 4, "relation": 4, "dominant_emotion": 3, "focus": 8, "medium": 1, "audience": 4,
-         "intent": 10, "location": 4, "question": 20, "answer": 12, "kind": 1, "reason": 15, "reasons": 20}
+# Words a capable model wrote in each field (the medians of its English answers through the bridge, every stage of a
+# tiny run and the QA of a small one, 2026-11-26): a real profile's concerns are a few words each, a snapshot's arc
+# status a sentence; fields not listed share the rest of the task's `output_tokens`
+FIELD_WORDS = {"title": 5, "label": 3, "relation": 4, "dominant_emotion": 4, "focus": 24, "medium": 1,
+               "audience": 4, "intent": 21, "location": 3, "question": 22, "answer": 55, "kind": 1, "reason": 70,
+               "reasons": 42, "key_information": 49, "arc_status": 25, "concerns": 10, "interests": 5, "cues": 7,
+               "trigger": 12, "statement": 25, "statements": 24, "outline": 105, "temporal_scope": 5, "text": 6,
+               "why_wrong": 11, "keep": 2, "seeds": 2, "seed": 4, "personality": 69, "backstory": 76,
+               "family_history": 47, "education": 20, "occupation": 17, "newcomer_description": 16,
+               # a description's length depends on what it describes: a relation, an arc, an event, a phase
+               "persona.description": 16, "arcs.description": 21, "events.description": 80, "phases.description": 100}
+NEWCOMERS = ("new_people", "new_places")
+# Items a capable model put in a list field (same run): an evidence statement touches about one arc, an event has
+# about one participant
+LIST_ITEMS = {"arcs": 1, "participants": 1}
 LONGEST = 150  # words of one long field at most: the prompts ask for a few sentences, not pages
 
 
@@ -45,7 +57,9 @@ def _walk(value: Any, schema: dict, root: dict, name: str, visit) -> Any:
                           options[0])
     if isinstance(value, dict):
         props = schema.get("properties", {})
-        return {k: _walk(v, props.get(k, {}), root, k, visit) for k, v in value.items()}
+        # a newcomer's description is a line, not an event's: named apart
+        child = {k: "newcomer_description" if name in NEWCOMERS and k == "description" else k for k in value}
+        return {k: _walk(v, props.get(k, {}), root, child[k], visit) for k, v in value.items()}
     if isinstance(value, list):
         return [_walk(v, schema.get("items", {}), root, name, visit) for v in value]
     if isinstance(value, str) and _free_text(schema):
@@ -65,6 +79,9 @@ class DryRunFake(FakeProvider):
         self.rates = {"new_people": people_per_month, "new_places": places_per_month}
         self.default_tokens = default_tokens
         self.names: set[str] = set()
+        # id(request) → tokens of an answer that is a text of configured length and nothing else (a trace's
+        # `content`): the pricing takes its size from here, not from the task's table
+        self.text_tokens: dict[int, int] = {}
 
     async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
         response = await super().complete(request, model)
@@ -72,8 +89,11 @@ class DryRunFake(FakeProvider):
             return response
         rng = seeded_rng("dry-run", request.task, request.messages, request.sample, self.seed)
         data = self.newcomers(json.loads(response.text), request.json_schema, rng)
+        data = _trimmed(data, request.json_schema, request.json_schema)
         data = self.sized(data, request, rng)
         text = json.dumps(data, ensure_ascii=False)
+        if set(request.json_schema.get("properties", {})) == {"content"}:
+            self.text_tokens[id(request)] = estimate_tokens(text)
         return ProviderResponse(text=text, usage=Usage(input_tokens=response.usage.input_tokens,
                                                        output_tokens=estimate_tokens(text)))
 
@@ -108,17 +128,21 @@ class DryRunFake(FakeProvider):
         return {"name": name, "relation": _words(rng, 3, zh), "description": _words(rng, 12, zh)}
 
     def sized(self, data: Any, request: LLMRequest, rng) -> Any:
-        """Free text resized so the whole answer is about `output_tokens[task]` tokens: content, names and short
-        fields (`SHORT`) apart, the rest sharing what is left, at most `LONGEST` words each."""
+        """Free text resized so the whole answer is about `output_tokens[task]` tokens: content, names and the
+        fields of measured length (`FIELD_WORDS`) apart, the rest sharing what is left, at most `LONGEST` words
+        each."""
         root = request.json_schema
         zh = any("简体中文" in m.get("content", "") for m in request.messages[:1])
         slots: list[int] = []
 
+        def measured(name: str) -> int | None:
+            return FIELD_WORDS.get(f"{request.task}.{name}", FIELD_WORDS.get(name))
+
         def blank(text: str, name: str, schema: dict) -> str:
             if name in SIZED_APART:
                 return text if name == "content" else _words(rng, 2, zh)
-            if name in SHORT:
-                return _words(rng, SHORT[name], zh)
+            if measured(name) is not None:
+                return _bounded(_words(rng, measured(name), zh), schema)
             slots.append(1)
             return ""
 
@@ -129,14 +153,36 @@ class DryRunFake(FakeProvider):
         words = min(LONGEST, max(2, int(room / max(1, len(slots)) / per_word)))
 
         def fill(text: str, name: str, schema: dict) -> str:
-            if name in SIZED_APART or name in SHORT:
+            if name in SIZED_APART or measured(name) is not None:
                 return text
-            out = _words(rng, rng.randint(max(1, words * 3 // 4), words * 5 // 4 + 1), zh)
-            low, high = schema.get("minLength", 0), schema.get("maxLength")
-            out = out + (" x" * low if len(out) < low else "")
-            return out[:high] if high else out
+            return _bounded(_words(rng, rng.randint(max(1, words * 3 // 4), words * 5 // 4 + 1), zh), schema)
 
         return _walk(skeleton, root, root, "", fill)
+
+
+def _trimmed(value: Any, schema: dict, root: dict) -> Any:
+    """`value` with each list field of `LIST_ITEMS` cut to its measured length (never below the schema's
+    minItems); an answer's `arcs` list is its evidence's, not the events answer's arc list (that is `arc_states`)."""
+    schema = _resolve(schema, root)
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        out = {}
+        for key, item in value.items():
+            sub = _resolve(props.get(key, {}), root)
+            if key in LIST_ITEMS and isinstance(item, list):
+                item = item[:max(LIST_ITEMS[key], int(sub.get("minItems", 0)))]
+            out[key] = _trimmed(item, sub, root)
+        return out
+    if isinstance(value, list):
+        return [_trimmed(v, schema.get("items", {}), root) for v in value]
+    return value
+
+
+def _bounded(text: str, schema: dict) -> str:
+    """`text` within the schema's minLength and maxLength."""
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
+    text = text + (" x" * low if len(text) < low else "")
+    return text[:high] if high else text
 
 
 def _words(rng, count: int, zh: bool) -> str:

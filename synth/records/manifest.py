@@ -34,6 +34,8 @@ class StageManifest(BaseModel):
     started_at: str
     finished_at: str
     wall_s: float
+    # provider calls on the stage's longest dependent chain (synth.core.chain; None: a manifest from before it)
+    chain_calls: int | None = None
     trace_tokens: int | None = None
     synth_version: str | None = None  # the synth that wrote it (None: a manifest from before versions were kept)
 

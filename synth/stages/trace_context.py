@@ -32,13 +32,25 @@ def arcs_so_far(arcs: list[LifeArc], reached: dict[str, int]) -> list[dict]:
             for arc, view in zip(arcs, arc_views(arcs), strict=True)]
 
 
-def event_context(persona: dict, arcs: list[dict], history: dict, event: Event, extra: dict | None = None) -> dict:
-    """What both the plan and the write prompt of one event show: persona, the arcs so far, the snapshot history
-    and the event — not its evidence: the planner sees all of it, a writer only what its trace carries. `extra`:
-    the registry so far (`people`), the holidays around the event and whether the stretch is everyday life."""
-    return {"persona": persona, "arcs": arcs, **history, "event": event.model_dump(mode="json"),
-            "people": [], "holidays": [], "everyday": False, **(extra or {})}
+def moment_arcs(arcs: list[dict], arc_ids: list[str] | None) -> list[dict]:
+    """The arcs the moment shows with where each stands: only those the event's evidence touches (`arc_ids`; None:
+    all), each with the one state reached (`index`, `state`) — the states before it are history the writer does
+    not need, the titles of all arcs are in the prompt's prefix."""
+    touched = None if arc_ids is None else set(arc_ids)
+    return [{"id": a["id"], "label": a["label"], "index": len(a["anchor_states"]) - 1, "state": a["anchor_states"][-1]}
+            for a in arcs if a["anchor_states"] and (touched is None or a["id"] in touched)]
 
+
+def event_context(persona: dict, arcs: list[dict], history: dict, event: Event, extra: dict | None = None) -> dict:
+    """What both the plan and the write prompt of one event show: persona, the arcs so far (all of them as titles
+    in the prefix; in the moment, those the evidence touches at the state reached), the snapshot history and the
+    event — not its evidence: the planner sees all of it, a writer only what its trace carries. `extra`: the
+    registry so far (`people`), the holidays around the event, whether the stretch is everyday life and the arcs
+    the event's evidence touches (`arc_ids`)."""
+    extra = dict(extra or {})
+    shown = moment_arcs(arcs, extra.pop("arc_ids", None))
+    return {"persona": persona, "arcs": arcs, "moment_arcs": shown, **history, "event": event.model_dump(mode="json"),
+            "people": [], "holidays": [], "everyday": False, **extra}
 
 
 class MomentContext:
@@ -66,10 +78,10 @@ class MomentContext:
         return [p.model_dump(mode="json") for p in shown]
 
     def extra(self, event: Event, phase: Phase, evidence: list[Evidence], max_delay: int) -> dict:
-        """The registry by the event's day, the holidays from the event to the latest trace time, and whether the
-        event is everyday life."""
+        """The registry by the event's day, the holidays from the event to the latest trace time, whether the
+        event is everyday life and the arcs its evidence touches."""
         last = event.time + dt.timedelta(hours=max_delay)
-        return {"people": self.registry(event, evidence),
+        return {"people": self.registry(event, evidence), "arc_ids": sorted({a for e in evidence for a in e.arc_ids}),
                 # the writer's plan already chose what its trace says: it needs the people and places of the
                 # event and its evidence (the consistency rule), not those seen lately
                 "writer_people": self.registry(event, evidence, budget=0),

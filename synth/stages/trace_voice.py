@@ -4,7 +4,8 @@ A trace's voice reference is the person's latest `voice_examples` traces of its 
 an earlier wave (`voice_wave_days`). Waves decide *what* a trace reads; they no longer hold the stage: every event
 plans at once, and a trace waits only for the earlier events' plans (to know which traces are the latest of its
 medium) and then for exactly those traces to be written — not for a whole earlier wave. The references are the
-ones a wave-by-wave run gives, so the records do not change.
+ones a wave-by-wave run gives, so the records do not change. A trace's dependent chain (synth.core.chain) takes in
+the plans and traces it waited for.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import datetime as dt
 from dataclasses import dataclass
 
+from synth.core import chain
 from synth.records import Event, Trace
 
 
@@ -39,6 +41,8 @@ class VoiceBoard:
         loop = asyncio.get_running_loop()
         self.planned: dict[str, asyncio.Future[list[Planned]]] = {e.id: loop.create_future() for e in events}
         self.written: dict[str, asyncio.Future[Trace | None]] = {}
+        # the chain (provider calls) behind each plan and each written trace: a reader's chain includes them
+        self.depth: dict[str, int] = {}
 
     def _trace(self, trace_id: str) -> asyncio.Future[Trace | None]:
         if trace_id not in self.written:
@@ -50,17 +54,20 @@ class VoiceBoard:
         for item in planned:
             self._trace(item.trace_id)
         if not self.planned[event_id].done():
+            self.depth[event_id] = chain.depth()
             self.planned[event_id].set_result(planned)
 
     def wrote(self, trace: Trace) -> None:
         future = self._trace(trace.id)
         if not future.done():
+            self.depth[trace.id] = chain.depth()
             future.set_result(trace)
 
     def finished(self, event_id: str, traces: list[Trace]) -> None:
         """An event's unit is over — written, found in the journal, or failed: whatever it did not write is settled
         as missing, so no trace waits for it for ever."""
         if not self.planned[event_id].done():
+            self.depth[event_id] = chain.depth()
             self.planned[event_id].set_result([Planned(t.id, t.medium, t.time) for t in traces])
         for trace in traces:
             self.wrote(trace)
@@ -76,7 +83,9 @@ class VoiceBoard:
         wave = self.wave[event_id]
         earlier = [eid for eid, w in self.wave.items() if w < wave]
         plans = [p for eid in earlier for p in await self.planned[eid]]
+        chain.join(*(self.depth.get(eid, 0) for eid in earlier))
         same = sorted((p for p in plans if p.medium == medium and p.time < before), key=lambda p: (p.time, p.trace_id))
         chosen = same[len(same) - self.count:]
         traces = [await self.written[p.trace_id] for p in chosen]
+        chain.join(*(self.depth.get(p.trace_id, 0) for p in chosen))
         return [t for t in traces if t is not None]

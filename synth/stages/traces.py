@@ -3,7 +3,6 @@ what exists at the event's time: the snapshot history so far and the anchor stat
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from functools import lru_cache, partial
 from typing import Literal
@@ -11,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import TracesSettings
+from synth.core import chain
 from synth.core.errors import InputError
 from synth.core.tokens import estimate_tokens
 from synth.engine.stage import Records, Stage, StageContext
@@ -33,6 +33,7 @@ from synth.stages.trace_context import (  # noqa: F401  (re-exported)
     MomentContext,
     arcs_so_far,
     event_context,
+    moment_arcs,
     reached_states,
     snapshot_history,
 )
@@ -236,7 +237,7 @@ class TraceWriter:
             self.board.plan(event.id, [Planned(mint_id(event.id, "trace", k), medium,
                                                trace_time(event, plans[k].delay_hours, max_delay))
                                        for k, medium, _ in routed])
-        texts = await asyncio.gather(*(
+        texts = await chain.gather(*(
             self.write(context, event, plans[k], medium, [evidence[i - 1] for i in indices], k, max_delay)
             for k, medium, indices in routed
         ))

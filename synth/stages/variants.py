@@ -8,7 +8,6 @@ traces.jsonl; the qa stage turns a kept set into an item of type `relation_<rela
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import random
 import re
@@ -19,6 +18,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import VariantsSettings
+from synth.core import chain
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.relations import RELATIONS, RelationVerdict, judge_variables, wanted
 from synth.llm.cache import content_hash
@@ -261,24 +261,21 @@ class VariantWriter:
                                 set_answer(size))
         drafts = [v.model_dump() for v in drafted.variants]
         media = suggest_media(set_id, size, self.private_weights if seed.private else self.weights)
-        written = await asyncio.gather(*(self.session(relation, drafts, k, media[k], times[k]) for k in range(size)))
+        asked = ask_time(set_id, times, section.max_ask_delay_days, self.last_day)
+        # The query reads the drafts, never the sessions: its chain (item → visible → judge) runs beside theirs.
+        *written, (item, visible, judged) = await chain.gather(
+            *(self.session(relation, drafts, k, media[k], times[k]) for k in range(size)),
+            self.query(relation, drafted.target.strip(), drafts, asked))
         variants = [Variant(text=d["text"].strip(), condition=d["condition"].strip(), signal=d["signal"].strip(),
                             trace_id=mint_id(set_id, "session", k), time=times[k], medium=media[k], content=content)
                     for k, (d, (content, _)) in enumerate(zip(drafts, written, strict=True))]
         checks = [check for _, check in written]
-        asked = ask_time(set_id, times, section.max_ask_delay_days, self.last_day)
-        item = await ctx.ask("variants_item", "variants_item.j2",
-                             item_variables(self.persona_view, relation, drafted.target.strip(), drafts, asked),
-                             ItemDraft)
         correct = [a.strip() for a in item.correct_answers]
         wrong = [a.strip() for a in item.wrong_answers]
         query = item.query.strip()
         problems = query_problems(query, [v.content for v in variants], correct, wrong,
                                   section.recency_words.get(ctx.language, []), section.min_query_keywords)
-        visible = await ctx.ask("variants_visible", "variants_visible.j2", {"question": query}, VisibleAnswer)
         problems += visible_problems(query, visible.answer, correct, section.visible_overlap)
-        judged = await ctx.ask("variants_judge", "variants_judge.j2",
-                               judge_variables(query, relation, visible.answer, correct, wrong), RelationVerdict)
         record = VariantSet(
             id=set_id, persona_id=self.persona.id, relation=question_type(relation), seed_evidence_id=seed.id,
             event_id=seed.event_id, arc_id=seed.arc_ids[0], dimension=self.arcs[seed.arc_ids[0]].dimension,
@@ -289,6 +286,20 @@ class VariantWriter:
             kept=False)
         reason = rejection(record)
         return {"variants.jsonl": [record.model_copy(update={"kept": not reason, "reason": reason})]}
+
+    async def query(self, relation: str, target: str, drafts: list[dict],
+                    asked: dt.datetime) -> tuple[ItemDraft, VisibleAnswer, RelationVerdict]:
+        """The set's query and references, written from the drafts; what a no-context reader answers to it; and
+        the judge's verdict on that answer (the visible-only check)."""
+        item = await self.ctx.ask("variants_item", "variants_item.j2",
+                                  item_variables(self.persona_view, relation, target, drafts, asked), ItemDraft)
+        correct = [a.strip() for a in item.correct_answers]
+        wrong = [a.strip() for a in item.wrong_answers]
+        query = item.query.strip()
+        visible = await self.ctx.ask("variants_visible", "variants_visible.j2", {"question": query}, VisibleAnswer)
+        judged = await self.ctx.ask("variants_judge", "variants_judge.j2",
+                                    judge_variables(query, relation, visible.answer, correct, wrong), RelationVerdict)
+        return item, visible, judged
 
     async def session(self, relation: str, drafts: list[dict], k: int, medium: str,
                       when: dt.datetime) -> tuple[str, SessionCheck]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from functools import partial
 
 from pydantic import BaseModel
 
 from synth.config.settings import FilterSettings, PromptsSettings
+from synth.core import chain
 from synth.core.jsonl import write_json_atomic
 from synth.engine.stage import Records, Stage, StageContext
 from synth.quality.validity import answerable
@@ -228,9 +228,9 @@ class Judge:
         return answer, matched
 
     async def check(self, item: MCQ) -> Records:
-        # Independent judgements: ask them all at once (one level off the stage's critical path).
+        # Independent judgements: ask them all at once (the open question's reader → judge is the longest chain).
         singles = single_trace_ids(item, self.section.single_trace_max)
-        support, grounding, unique, only, opened, *rest = await asyncio.gather(
+        support, grounding, unique, only, opened, *rest = await chain.gather(
             self.sufficiency(item), self.grounding(item), self.unique(item), self.choices_only(item),
             self.open_blind(item), *(self.blind(item, k) for k in range(self.section.blind_samples)),
             *(self.single_trace(item, t) for t in singles))

@@ -26,7 +26,13 @@ from synth.life.windows import (
 from synth.quality.rules import strip_timestamps
 from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
-from synth.stages.qa.plan_checks import DECIDED_LINES, relied_on, settled_facts, undated_outline  # noqa: F401  (re-exported)
+from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, relied_on re-exported)
+    DECIDED_LINES,
+    relied_on,
+    settled_facts,
+    shared_plans,
+    undated_outline,
+)
 
 HOURS = (7, 22)  # a friend asks between breakfast and bedtime
 
@@ -166,21 +172,21 @@ def segment_variables(common: dict, arc: LifeArc, segment: Segment, question_typ
 
 def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str,
                    traces: dict[str, Trace], max_delay_days: int, planned: Sequence[dict] = (),
-                   settled: Sequence[str] = ()) -> dict:
+                   settled: Sequence[str] = (), planned_tokens: int | None = None) -> dict:
     """`planned`: the feasible plans of earlier types on this arc (`planned_outline`); the planner sees those that
     share evidence with this segment, so it picks other evidence or another angle instead of a twin item."""
-    here = {e.evidence_id for e in segment.evidence}
-    overlapping = [p for p in planned if here & set(p["evidence_ids"])]
     return {**segment_variables(common, arc, segment, question_type), "evidence": _entries(segment, None, traces),
-            "max_delay_days": max_delay_days, "hours": HOURS, "planned": overlapping,
+            "max_delay_days": max_delay_days, "hours": HOURS,
+            "planned": shared_plans(planned, segment, planned_tokens),
             "settled": list(settled) if question_type == "unanswerable" else []}
 
 
+
 def planned_outline(plan: Plan, segment: Segment) -> dict:
-    """A feasible plan as later planners of the same arc see it: its type, outline and evidence statements."""
+    """A feasible plan as later planners of the same arc see it: its type, outline and evidence ids."""
     chosen = [segment.evidence[i - 1] for i in plan.evidence]
     return {"question_type": plan.question_type, "outline": plan.outline,
-            "evidence_ids": [e.evidence_id for e in chosen], "statements": [e.statement for e in chosen]}
+            "evidence_ids": [e.evidence_id for e in chosen]}
 
 
 def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen: list[int]) -> str:
@@ -308,7 +314,7 @@ class Planner:
         delay = self.section.max_question_delay_days
         settled = settled_facts(segment, self.ctx.phases, self.ctx.events) if question_type == "unanswerable" else ()
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
-                                   delay, planned, settled)
+                                   delay, planned, settled, self.section.planned_tokens)
         answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay),
                                     check=partial(undated_outline, segment=segment, traces=self.traces))
         return {"plans": [build_plan(answer, question_type, segment)]}

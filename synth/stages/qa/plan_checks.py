@@ -1,6 +1,6 @@
 """What a QA plan is held to beyond its schema: the facts its window settled (an unanswerable question must not
-ask about them), the evidence its outline relies on (selected), and an outline that keeps to the evidence (no
-dates of its own)."""
+ask about them), the evidence its outline relies on (selected), an outline that keeps to the evidence (no dates of
+its own), and the earlier plans it must not twin."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 
+from synth.core.tokens import estimate_tokens
 from synth.life.windows import Segment
 from synth.quality.label_check import key_units
 from synth.quality.rules import explicit_dates
@@ -127,3 +128,21 @@ def undated_outline(answer, segment: Segment | None = None, traces: Mapping[str,
     if unsupported:
         raise ValueError(f"outline: names {unsupported[0]!r}, which the selected evidence does not state; keep to "
                          "what the evidence says, without dates of your own")
+
+
+def shared_plans(planned: Sequence[dict], segment: Segment, budget: int | None) -> list[dict]:
+    """The earlier plans a planner of `segment` sees: those sharing its evidence, each with the numbers of the
+    shared evidence in the segment's list (not the statements again), the most shared first, then the latest,
+    while their outlines fit in `budget` tokens (None: all) — an arc's plans pile up over the types, the prompt
+    does not."""
+    number = {e.evidence_id: i for i, e in enumerate(segment.evidence, 1)}
+    shared = [(k, p, sorted(number[i] for i in set(p["evidence_ids"]) if i in number)) for k, p in enumerate(planned)]
+    ranked = sorted((s for s in shared if s[2]), key=lambda s: (-len(s[2]), -s[0]))
+    shown, used = [], 0
+    for _, plan, numbers in ranked:
+        cost = estimate_tokens(plan["outline"]) + 4 * len(numbers) + 8
+        if budget is not None and used + cost > budget:
+            continue
+        used += cost
+        shown.append({"question_type": plan["question_type"], "outline": plan["outline"], "evidence": numbers})
+    return shown
