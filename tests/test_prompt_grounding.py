@@ -135,3 +135,33 @@ def test_a_settled_fact_is_cut_at_a_clause_end_never_mid_word():
     zh = "2022-01-12 选题：她把三个题目都写了说明，导师听完以后让她先交一个版本，晚上她发了条朋友圈说题目定了"
     assert clipped(zh, 40) == zh[:zh.index("，导师") + 1] + "…"  # after its last clause end within the limit
 
+
+
+def test_an_infeasible_plan_is_not_held_to_the_date_rule_and_a_plan_still_failing_it_is_dropped(monkeypatch):
+    """The bundled model kept naming the timeline's first day in outlines; after the re-asks the whole run failed."""
+    from synth.llm.base import GenerationFailed, Usage
+    from synth.stages.qa.plan_checks import UNSTATED_DATE
+
+    sunday = dt.datetime(2022, 3, 6, 9)
+    seg = segment(item(1, "He went fishing.", sunday))
+    undated_outline(SimpleNamespace(feasible=False, outline="on 2022-01-01", evidence=[1]), segment=seg, traces={})
+    with pytest.raises(ValueError, match=UNSTATED_DATE):
+        undated_outline(SimpleNamespace(feasible=True, outline="on 2022-01-01", evidence=[1]), segment=seg, traces={})
+
+    async def refuses(*args, **kwargs):
+        raise GenerationFailed(f"qa_plan: no valid answer after 3 attempts: {UNSTATED_DATE} '2022-01-01'", raw="",
+                               attempts=3, usage=Usage())
+
+    async def broken(*args, **kwargs):
+        raise GenerationFailed("qa_plan: no valid answer after 3 attempts: not JSON", raw="", attempts=3, usage=Usage())
+
+    monkeypatch.setattr(qa, "plan_variables", lambda *args, **kwargs: {})
+    planner = object.__new__(qa.Planner)
+    planner.section = SimpleNamespace(max_question_delay_days=7, planned_tokens=None)
+    planner.arc_by_id, planner.traces, planner.common = {"X": None}, {}, {}
+    planner.ctx = SimpleNamespace(ask=refuses, phases=[], events=[])
+    [plan] = asyncio.run(planner.plan("factual", seg))["plans"]
+    assert not plan.feasible and UNSTATED_DATE in plan.gate  # dropped as a plan, not a failed unit
+    planner.ctx = SimpleNamespace(ask=broken, phases=[], events=[])
+    with pytest.raises(GenerationFailed):  # any other failure still fails the unit (and is re-asked next run)
+        asyncio.run(planner.plan("factual", seg))

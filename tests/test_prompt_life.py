@@ -183,3 +183,19 @@ def test_the_major_events_prompt_matches_each_transition_to_a_fitting_trigger_wi
     assert "TRIGGER-1" in body and "CUE-1" in body and "TRIGGER-0" not in body, "state 0 is where the arc starts"
     rule = "only when that event is (or brings) the state's trigger" if language == "en" else "就是（或带来了）那个状态的触发"
     assert rule in body
+
+
+def test_one_event_that_reaches_a_state_need_not_show_all_its_cues():
+    """A one-event phase asked for the trigger (day 0) and the cues (the weekend) in one timestamped event."""
+    one = text("events_generate.j2", "en", count=1, reached=1)
+    assert "with one event, its first cues at the event's end" in one and "a later event of this phase" in one
+    assert "以后的阶段" in text("events_generate.j2", "zh", count=1, reached=1)
+    assert "with one event" not in text("events_generate.j2", "en", count=3, reached=1)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_short_timeline_places_the_slice_of_a_long_event_and_a_habits_first_cues(language):
+    """'A recovery takes months' and 'a weekly habit takes weeks' could not hold in a 21-day timeline."""
+    short, long = text("arcs_major_events.j2", language, days=21), text("arcs_major_events.j2", language, days=365)
+    assert ("only 21 days long" in short) if language == "en" else ("只有 21 天" in short)
+    assert "only 365 days" not in long and "只有 365 天" not in long

@@ -81,12 +81,14 @@ def short_media(section: TracesSettings, media: tuple[str, ...] | list[str], lan
 
 
 def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], private: bool,
-                 work: bool = True, work_media: frozenset[str] | set[str] = frozenset()) -> dict[str, float]:
+                 work: bool = True, work_media: frozenset[str] | set[str] = frozenset(),
+                 short: Iterable[str] | None = None) -> dict[str, float]:
     """The media a planner's hint may name: none that the evidence's privacy rules out — with private evidence,
     no public medium — and none whose audience does not fit the moment: no work medium (`work_media`) for a
-    rest-day event without a colleague (`work` false). The mix itself is unchanged; all of it, if nothing else is
-    left."""
-    fitting = {m: w for m, w in weights.items() if work or m not in work_media}
+    moment without colleagues (`work` false); none of the `short` media when a trace must carry more than one
+    evidence (a short medium carries one: a search query cannot hold a late-night talk). The mix itself is
+    unchanged; all of it, if nothing else is left."""
+    fitting = {m: w for m, w in weights.items() if (work or m not in work_media) and m not in set(short or ())}
     if private:
         fitting = {m: w for m, w in fitting.items() if m not in public}
     return fitting or dict(weights)

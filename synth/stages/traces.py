@@ -153,8 +153,8 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`)."""
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
-            "suggested": media_hint(event.id, count,
-                                    hint_weights(weights, public, any(e.private for e in evidence), work, work_media),
+            "suggested": media_hint(event.id, count, hint_weights(weights, public, any(e.private for e in evidence),
+                                    work, work_media, short if len(evidence) > count else None),
                                     [e.statement for e in evidence], posted or {}),
             "public": sorted(public & set(weights)),
             # media whose length band is short (medium → its top, in words; zh: characters): one evidence each

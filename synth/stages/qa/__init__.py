@@ -23,11 +23,13 @@ from synth.life.windows import (
     observable_evidence,
     trajectory_segments,
 )
+from synth.llm.base import GenerationFailed
 from synth.quality.rules import strip_timestamps
 from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
 from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, relied_on re-exported)
     DECIDED_LINES,
+    UNSTATED_DATE,
     relied_on,
     settled_facts,
     shared_plans,
@@ -49,15 +51,9 @@ def plan_model(count: int, max_delay_days: int) -> type[BaseModel]:
     hour (`ask_time` turns them into the question time)."""
     index = Literal[tuple(range(1, count + 1))]  # type: ignore[valid-type]
     return create_model(
-        "QAPlan",
-        feasible=(bool, ...),
-        evidence=(list[index], Field(min_length=1, max_length=count)),
-        temporal_scope=(str, ...),
-        outline=(str, ...),
-        absent_topic=(str, ...),
-        ask_after_days=(int, Field(ge=0, le=max_delay_days)),
-        ask_hour=(int, Field(ge=HOURS[0], le=HOURS[1])),
-    )
+        "QAPlan", feasible=(bool, ...), evidence=(list[index], Field(min_length=1, max_length=count)),
+        temporal_scope=(str, ...), outline=(str, ...), absent_topic=(str, ...),
+        ask_after_days=(int, Field(ge=0, le=max_delay_days)), ask_hour=(int, Field(ge=HOURS[0], le=HOURS[1])))
 
 
 @lru_cache(maxsize=None)
@@ -154,12 +150,12 @@ class Plan(BaseModel):
     segment: str
     feasible: bool
     gate: str
-    evidence: list[int]
-    temporal_scope: str
-    outline: str
-    absent_topic: str
-    ask_after_days: int  # the question time, decided once: days after the newest needed trace ...
-    ask_hour: int  # ... at this hour (then bounded by `question_time`)
+    evidence: list[int] = []
+    temporal_scope: str = ""
+    outline: str = ""
+    absent_topic: str = ""
+    ask_after_days: int = 0  # the question time, decided once: days after the newest needed trace ...
+    ask_hour: int = 12  # ... at this hour (then bounded by `question_time`)
 
 
 # ------------------------------------------------------------------- per task: prompt variables in, record out
@@ -315,8 +311,13 @@ class Planner:
         settled = settled_facts(segment, self.ctx.phases, self.ctx.events) if question_type == "unanswerable" else ()
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
                                    delay, planned, settled, self.section.planned_tokens)
-        answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay),
-                                    check=partial(undated_outline, segment=segment, traces=self.traces))
+        try:
+            answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay),
+                                        check=partial(undated_outline, segment=segment, traces=self.traces))
+        except GenerationFailed as exc:  # still naming a date no evidence states: no plan for this type, not a failure
+            if UNSTATED_DATE not in str(exc):
+                raise
+            return {"plans": [Plan(question_type=question_type, segment=segment.key, feasible=False, gate=str(exc))]}
         return {"plans": [build_plan(answer, question_type, segment)]}
 
     async def write(self, plan: Plan, segment: Segment) -> Records:

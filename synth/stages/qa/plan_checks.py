@@ -115,18 +115,23 @@ def held_text(segment: Segment, chosen: Sequence[int], traces: Mapping[str, Trac
     return " | ".join(_canonical(p) for p in parts)
 
 
+UNSTATED_DATE = "outline: names"  # how undated_outline's re-ask starts (a plan still failing it is dropped, not failed)
+
+
 def undated_outline(answer, segment: Segment | None = None, traces: Mapping[str, Trace] | None = None) -> None:
     """The plan's outline keeps to the evidence: a date, month or weekday in the outline that none of its selected
     evidence states ("3月5日" when the records never say it) is a premise no trace holds, and the question may not
     carry it. One the evidence itself states — in its statement, its traces, or as the day it happened ("since
     August", "on Sunday"), however worded — is part of what it says. Raised as a re-ask with the reason."""
+    if not getattr(answer, "feasible", True):
+        return  # an infeasible plan is dropped whatever its outline says
     outline = getattr(answer, "outline", "") or ""
     chosen = relied_on(outline, segment, getattr(answer, "evidence", []) or []) if segment is not None else []
     held = held_text(segment, chosen, traces or {}) if segment is not None else ""
     unsupported = [written for written, core in outline_dates(outline)
                    if not re.search(rf"(?<!\d){re.escape(core)}(?!\d)", held)]  # "march 1" is not in "march 12"
     if unsupported:
-        raise ValueError(f"outline: names {unsupported[0]!r}, which the selected evidence does not state; keep to "
+        raise ValueError(f"{UNSTATED_DATE} {unsupported[0]!r}, which the selected evidence does not state; keep to "
                          "what the evidence says, without dates of your own")
 
 
