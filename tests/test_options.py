@@ -107,12 +107,11 @@ def four(statements: list[str], key: int) -> list[OptionSeed]:
 
 def renderer_prompt(world: QAWorld, qa: QA, seeds_: list[OptionSeed], number: int = 1) -> str:
     from synth.config.prompts import render_text
-    from synth.records import LifeArc, Persona
+    from synth.records import Persona
 
     ordered = render.shuffled(qa, seeds_, number)
     [persona] = world.read("persona.jsonl", Persona)
-    return render_text("distractors_render.j2", language="en", **render.render_variables(
-        qa, persona, world.read("arcs.jsonl", LifeArc), ordered, [], 180))
+    return render_text("distractors_render.j2", language="en", **render.render_variables(qa, persona, ordered, [], 180))
 
 
 def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(tmp_path):

@@ -88,7 +88,8 @@ def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], p
     moment without colleagues (`work` false); none of the `short` media when a trace must carry more than one
     evidence (a short medium carries one: a search query cannot hold a late-night talk). The mix itself is
     unchanged; all of it, if nothing else is left."""
-    fitting = {m: w for m, w in weights.items() if (work or m not in work_media) and m not in set(short or ())}
+    left_out = set(short or ())
+    fitting = {m: w for m, w in weights.items() if (work or m not in work_media) and m not in left_out}
     if private:
         fitting = {m: w for m, w in fitting.items() if m not in public}
     return fitting or dict(weights)

@@ -107,8 +107,7 @@ class Seeder:
         lo, hi = render.band(qa, cap)
         room = 4 * (hi + 60) if self.ctx.language == "zh" else 4 * (hi // 3 + 60)
         rendered = await self.ctx.ask("distractors_render", "distractors_render.j2",
-                                      render.render_variables(qa, self.ctx.persona, self.ctx.arcs, ordered, feedback,
-                                                              cap),
+                                      render.render_variables(qa, self.ctx.persona, ordered, feedback, cap),
                                       render.Rendered,
                                       max_tokens=answer_tokens(self.ctx, room + 120))
         return render.mapped(ordered, rendered)

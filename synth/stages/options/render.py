@@ -62,7 +62,7 @@ def band(qa: QA, cap: int) -> tuple[int, int]:
     return max(1, int(target * BAND[0])), max(2, int(round(target * BAND[1])))
 
 
-def render_variables(qa: QA, persona, arcs, ordered: list[OptionSeed], feedback: list[dict], cap: int) -> dict:
+def render_variables(qa: QA, persona, ordered: list[OptionSeed], feedback: list[dict], cap: int) -> dict:
     """The renderer's prompt: the person, the question and the seeds as numbered statement lists — nothing about
     which is true, which came from the records and which was written, or what the reference answer says."""
     lo, hi = band(qa, cap)

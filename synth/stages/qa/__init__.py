@@ -177,7 +177,6 @@ def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: 
             "settled": list(settled) if question_type == "unanswerable" else []}
 
 
-
 def planned_outline(plan: Plan, segment: Segment) -> dict:
     """A feasible plan as later planners of the same arc see it: its type, outline and evidence ids."""
     chosen = [segment.evidence[i - 1] for i in plan.evidence]
