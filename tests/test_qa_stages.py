@@ -114,6 +114,53 @@ def plan_reply(evidence: list[int], days: int = 0, hour: int = 12, feasible: boo
 
 
 WRITE_REPLY = json.dumps({"question": "Hey Lin, what did you do?", "answer": "I did it."})
+NO_MATCH = json.dumps({"matches": False, "reason": "the reader guessed something else"})
+MATCH = json.dumps({"matches": True, "reason": "both say she took the job"})
+
+
+def test_a_question_a_no_context_reader_answers_is_written_again_with_what_it_gave_away(world):
+    one_type(world, "factual")
+    world.config["qa"]["standalone_rewrites"] = 2
+    leaky = json.dumps({"question": "Now that you've taken the job, how do you feel?", "answer": "I took the job."})
+    world.model.queue("qa_plan", plan_reply([1])).queue("qa_write", leaky, WRITE_REPLY)
+    world.model.queue("qa_open_blind", json.dumps({"answer": "She took the job and feels relieved."}),
+                      json.dumps({"answer": "Something at work."}))
+    world.model.queue("qa_open_judge", MATCH, NO_MATCH)
+    world.run("qa")
+    [item] = world.read("qa.jsonl", QA)
+    assert (item.question, item.answer) == ("Hey Lin, what did you do?", "I did it.")  # the rewrite is kept
+    assert item.open_guesses == ["She took the job and feels relieved."]
+    first, second = world.model.asked("qa_write")
+    assert "Write the question again" not in first.messages[-1]["content"]
+    shown = second.messages[-1]["content"]
+    assert "Now that you've taken the job" in shown and "She took the job and feels relieved." in shown
+    assert "both say she took the job" in shown
+    readers = world.model.asked("qa_open_blind")
+    assert [r.messages[-1]["content"].count("Now that you've taken the job") for r in readers] == [1, 0]
+    assert all("I took the job." not in r.messages[-1]["content"] for r in readers)  # the reader never sees a key
+    assert world.model.unused() == {}
+
+
+def test_when_the_rewrites_run_out_the_last_question_is_kept_with_every_guess(world):
+    one_type(world, "factual")
+    world.config["qa"]["standalone_rewrites"] = 1
+    world.model.queue("qa_plan", plan_reply([1])).queue("qa_write", WRITE_REPLY, WRITE_REPLY)
+    world.model.queue("qa_open_blind", json.dumps({"answer": "a"}), json.dumps({"answer": "b"}))
+    world.model.queue("qa_open_judge", MATCH, MATCH)
+    world.run("qa")
+    [item] = world.read("qa.jsonl", QA)
+    assert item.open_guesses == ["a", "b"]
+    assert len(world.model.asked("qa_write")) == 2 and world.model.unused() == {}
+
+
+@pytest.mark.parametrize("question_type, rounds", [("factual", 0), ("unanswerable", 2)])
+def test_unanswerable_questions_and_zero_rewrites_are_not_read_blind(world, question_type, rounds):
+    one_type(world, question_type)
+    world.config["qa"]["standalone_rewrites"] = rounds
+    world.model.queue("qa_plan", plan_reply([1], absent="a boat" if question_type == "unanswerable" else ""))
+    world.run("qa")
+    assert len(world.read("qa.jsonl", QA)) == 1
+    assert world.model.asked("qa_open_blind") == [] and world.model.asked("qa_open_judge") == []
 
 
 def first_segment(world: QAWorld) -> Segment:
@@ -132,6 +179,7 @@ def first_segment(world: QAWorld) -> Segment:
 def test_question_time_is_clamped_after_the_newest_needed_trace(world):
     one_type(world, "factual")
     world.model.queue("qa_plan", plan_reply([1], days=0, hour=7)).queue("qa_write", WRITE_REPLY)
+    world.model.queue("qa_open_judge", NO_MATCH)
     world.run("qa")
     [item] = world.read("qa.jsonl", QA)
     newest = max(world.traces()[t].time for t in item.digital_trace_ids)

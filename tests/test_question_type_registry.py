@@ -176,5 +176,5 @@ def test_every_registered_stage_has_a_cli_command_whose_help_is_the_stages():
     for stage in STAGES.values():
         assert stage.name in commands, f"no `synth {stage.name}` command"
         assert commands[stage.name].help == escape(stage.help)  # escaped for rich markup, the words unchanged
-    assert STAGES["qa"].templates[2:] == ("qa_duration.j2", "qa_profile.j2", "qa_mixed.j2"), (
+    assert STAGES["qa"].templates[4:] == ("qa_duration.j2", "qa_profile.j2", "qa_mixed.j2"), (
         "the qa stage's templates are its types' templates, in the registry's order")

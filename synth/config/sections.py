@@ -244,6 +244,9 @@ class QASettings(Section):
                                    "dimensions", ge=1, le=8)
     profile_lines: int = knob("profile_style: the member's newest lines the writer sees (the style's evidence)", ge=1)
     profile_rewrites: int = knob("profile_style: re-asks showing what the model-free fact × style check found", ge=0)
+    standalone_rewrites: int = knob("an answerable question a no-context reader answers (a judge finds its answer "
+                                    "matches the reference) is written again, showing what it gave away, at most this "
+                                    "many times", ge=0)
 
 
 class McqSettings(Section):

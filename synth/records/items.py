@@ -79,6 +79,9 @@ class QA(Record):
     settled: list[str] = []
     counting_convention: str = ""  # temporal_duration: how the days are counted (synth.stages.qa.duration)
     timestamps_stripped: int = 0  # explicit timestamps the model-free rewrite took out of the question
+    # the no-context reader's answers that matched the reference, one per rewrite of the question (and the last one
+    # when the rewrites ran out): what the question's wording gave away (synth.stages.qa.standalone)
+    open_guesses: list[str] = []
     profile: Profile | None = None  # profile_style items: the member, the stored style and the 2×2 options
     # relation items (the variants stage): their set, and SubtleMemory's accepted and known-wrong references
     variant_set_id: str = ""

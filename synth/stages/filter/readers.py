@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.quality import rules
 from synth.records import MCQ
+from synth.stages.qa import standalone
+from synth.stages.qa.standalone import OpenAnswer, OpenMatch  # noqa: F401  (re-exported: the filter asks for them)
 
 
 class Sufficiency(BaseModel):
@@ -96,19 +98,6 @@ class ChoicesOnly(BaseModel):
     reason: str
 
 
-class OpenAnswer(BaseModel):
-    """The no-context reader's best free-text answer to the open question."""
-
-    answer: str
-
-
-class OpenMatch(BaseModel):
-    """The judge: does the reader's free answer say what the reference says (its key points)?"""
-
-    matches: bool
-    reason: str
-
-
 def choices_only_variables(item: MCQ) -> dict:
     """The options as the item lists them, nothing else: no question, no time."""
     return {"choices": [c.model_dump() for c in item.choices]}
@@ -116,8 +105,8 @@ def choices_only_variables(item: MCQ) -> dict:
 
 def open_blind_variables(item: MCQ) -> dict:
     """The open question and its time, nothing else: no options, no records."""
-    return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes")}
+    return standalone.open_blind_variables(item.question, item.question_time.isoformat(timespec="minutes"))
 
 
 def open_judge_variables(item: MCQ, answer: str) -> dict:
-    return {"question": item.question, "reference": item.answer, "candidate": answer}
+    return standalone.open_judge_variables(item.question, item.answer, answer)

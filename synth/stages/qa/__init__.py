@@ -35,6 +35,7 @@ from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, relied_
     shared_plans,
     undated_outline,
 )
+from synth.stages.qa.standalone import standing, with_guesses
 
 HOURS = (7, 22)  # a friend asks between breakfast and bedtime
 
@@ -252,7 +253,7 @@ def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, ne
         # each trace cut around the passage that carries the chosen evidence, not from its start
         "traces": trace_excerpts(trace_ids_of(needed), traces, prompts, [e["statement"] for e in evidence]),
         "temporal_scope": plan.temporal_scope, "outline": plan.outline, "absent_topic": plan.absent_topic,
-        "question_time": asked.isoformat(timespec="minutes"), "max_answer_chars": max_answer_chars,
+        "question_time": asked.isoformat(timespec="minutes"), "max_answer_chars": max_answer_chars, "guessed": [],
     }
 
 
@@ -327,8 +328,11 @@ class Planner:
         variables = write_variables(self.common, arc, segment, plan, needed, asked, self.traces, self.ctx.settings.prompts,
                                     cap)
         answer = await self.ctx.ask("qa_write", "qa_write.j2", variables, write_model(cap))
+        answer, guesses = await standing(self.ctx, self.section.standalone_rewrites, answer, plan.question_type,
+                                         variables, write_model(cap))
         settled = settled_facts(segment, self.ctx.phases, self.ctx.events) if plan.question_type == "unanswerable" else ()
-        return {"qa.jsonl": [build_qa(answer, plan, segment, arc, self.persona.id, asked, needed, settled)]}
+        qa = build_qa(answer, plan, segment, arc, self.persona.id, asked, needed, settled)
+        return {"qa.jsonl": [with_guesses(qa, guesses)]}
 
 
 def plan_key(question_type: str, segment: Segment) -> str:
@@ -383,9 +387,10 @@ STAGE = Stage(
     reads=("persona.jsonl", "arcs.jsonl", "major_events.jsonl", "phases.jsonl", "events.jsonl", "evidence.jsonl",
            "traces.jsonl"),
     writes=("qa.jsonl",),
-    templates=("qa_plan.j2", "qa_write.j2",
+    templates=("qa_plan.j2", "qa_write.j2", "filter_open_blind.j2", "filter_open_judge.j2",
                *dict.fromkeys(t for spec in question_types.specs(made_by="qa") for t in spec.templates)),
-    tasks=("qa_plan", "qa_write"),
+    tasks=("qa_plan", "qa_write", "qa_open_blind", "qa_open_judge"),
+    judges=("qa_open_blind", "qa_open_judge"),
     body=run,
     # profile_style items, when the persona has group chats; the relation items of the kept variant sets
     optional_reads=("groups.jsonl", "chats.jsonl", "variants.jsonl"),
