@@ -199,3 +199,20 @@ def test_a_short_timeline_places_the_slice_of_a_long_event_and_a_habits_first_cu
     short, long = text("arcs_major_events.j2", language, days=21), text("arcs_major_events.j2", language, days=365)
     assert ("only 21 days long" in short) if language == "en" else ("只有 21 天" in short)
     assert "only 365 days" not in long and "只有 365 天" not in long
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_whoever_a_phase_names_is_registered_and_an_unmet_trigger_person_goes_by_role(language):
+    """A phase's text named someone it never registered, so its events could not name them; an arc's trigger
+    needed someone not met yet."""
+    phase = text("phases_generate.j2", language)
+    events = text("events_generate.j2", language, introduced=[PLACE if language == "en" else ZH_PLACE])
+    arcs = text("arcs_plan.j2", language)
+    if language == "en":
+        assert "Every person the description names is listed above or in new_people." in phase
+        assert "Someone the phase names who is not listed above goes in new_people of the first event" in events
+        assert "names them by role" in arcs
+    else:
+        assert "description 里出现的每个人名，要么是上面列出的，要么放进 new_people" in phase
+        assert "阶段描述里提到、上面却没有列出的人，放进第一个提到他的事件的 new_people" in events
+        assert "用身份称呼" in arcs
