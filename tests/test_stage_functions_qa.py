@@ -504,3 +504,38 @@ def test_human_verdicts_a_later_verdict_wins(tmp_path):
     path.write_text('{"id": "a", "verdict": "reject", "reason": "wrong"}\n{"id": "b", "verdict": "reject"}\n\n'
                     '{"id": "a", "verdict": "accept"}\n', encoding="utf-8")
     assert filter.human_verdicts(path) == {"b": "rejected by a reviewer"}
+
+
+def _carried(n: int, day: int, traces: tuple[str, ...]) -> SegmentEvidence:
+    when = dt.datetime(2022, 3, day, 10)
+    return SegmentEvidence(evidence_id=f"e{n}", arc_ids=("arc1",), kind="fact", statement=f"statement {n}",
+                           time=when, trace_ids=traces, trace_times=tuple(when for _ in traces))
+
+
+def test_a_multi_point_plan_whose_evidence_one_record_carries_is_gated_and_the_planner_sees_the_records(tmp_path):
+    """An inference item built from two evidence of one memo: the memo alone answers it (a writer's note)."""
+    from qa_world import build_persona_dir
+
+    from synth.config.prompts import render
+    from synth.core.jsonl import read_records
+    from synth.records import LifeArc
+    directory = build_persona_dir(tmp_path)
+    person = read_records(directory / "persona.jsonl", Persona)[0]
+    arc = read_records(directory / "arcs.jsonl", LifeArc)[0]
+    window = Window(index=0, start=dt.date(2022, 3, 1), end=dt.date(2022, 3, 10))
+    segment = Segment(arc_id="arc1", window=window, new_ids=frozenset(),
+                      evidence=(_carried(1, 2, ("t1",)), _carried(2, 2, ("t1", "t2")), _carried(3, 4, ("t3",))))
+    assert qa.gate("inference", segment, [1, 2]) == "inference needs evidence from more than one record"
+    assert qa.gate("inference", segment, [1, 3]) == ""
+    assert qa.gate("inference", segment, [2, 3]) == ""  # t2 and t3: no record holds both
+    assert qa.gate("factual", segment, [1, 2]) == ""  # one point: one record may carry it
+    entries = qa.evidence_entries(segment, None, {})
+    assert [e["records"] for e in entries] == [[1], [1, 2], [3]]
+    for language, word in (("en", "record 1, 2"), ("zh", "记录 1、2")):
+        variables = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, segment, "inference", {}, 5)
+        prompt = "\n".join(m["content"] for m in render("qa_plan.j2", language=language, **variables))
+        assert word in prompt
+        assert ("more than one record" in prompt) if language == "en" else ("不止一条记录" in prompt)
+    factual = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, segment, "factual", {}, 5)
+    assert "more than one record" not in "\n".join(m["content"] for m in render("qa_plan.j2", language="en",
+                                                                                **factual))

@@ -27,9 +27,11 @@ from synth.llm.base import GenerationFailed
 from synth.quality.rules import strip_timestamps
 from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
-from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, relied_on re-exported)
+from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, gate, relied_on re-exported)
     DECIDED_LINES,
     UNSTATED_DATE,
+    evidence_entries,
+    gate,
     relied_on,
     settled_facts,
     shared_plans,
@@ -69,37 +71,10 @@ def write_model(max_answer_chars: int) -> type[BaseModel]:
     )
 
 
-def _entries(segment: Segment, chosen: list[int] | None, traces: dict[str, Trace]) -> list[dict]:
-    """Evidence as the templates show it; indices stay those of the whole segment."""
-    out = []
-    for number, item in enumerate(segment.evidence, 1):
-        if chosen is not None and number not in chosen:
-            continue
-        out.append({
-            "index": number, "date": item.time.date().isoformat(), "kind": item.kind, "statement": item.statement,
-            "recent": item.evidence_id in segment.new_ids,
-            "media": sorted({traces[t].medium for t in item.trace_ids if t in traces}),
-        })
-    return out
-
-
 def visible_traces(item: SegmentEvidence, segment: Segment) -> list[str]:
     """The traces carrying `item` that exist by the segment's window end (at least the first one)."""
     kept = [t for t, when in zip(item.trace_ids, item.trace_times, strict=True) if when.date() <= segment.window.end]
     return kept or list(item.trace_ids[:1])
-
-
-def gate(question_type: str, segment: Segment, chosen: list[int]) -> str:
-    """Why a feasible-looking plan still cannot carry its type ('' when it can): evidence-gated generation."""
-    picked = [segment.evidence[i - 1] for i in chosen]
-    spec = question_types.get(question_type) or question_types.QuestionTypeSpec(question_type, "extra")
-    if not spec.answerable:
-        return ""
-    if len(picked) < min(spec.min_evidence, 2):
-        return f"{question_type} needs at least {min(spec.min_evidence, 2)} evidence"
-    if len({e.time.date() for e in picked}) < spec.min_days:
-        return f"{question_type} needs evidence from {spec.min_days} different days"
-    return ""
 
 
 def _hour_of(when: dt.datetime) -> dt.datetime:
@@ -164,7 +139,9 @@ class Plan(BaseModel):
 def segment_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str) -> dict:
     """What both prompts of (type, segment) show; `common` holds the persona and its arcs."""
     return {**common, "arc": arc, "question_type": question_type,
-            "window_start": segment.window.start.isoformat(), "window_end": segment.window.end.isoformat()}
+            "window_start": segment.window.start.isoformat(), "window_end": segment.window.end.isoformat(),
+            # its points must come from more than one record (a record answering it alone is rejected)
+            "multi_point": getattr(question_types.get(question_type), "multi_point", False)}
 
 
 def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str,
@@ -172,7 +149,7 @@ def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: 
                    settled: Sequence[str] = (), planned_tokens: int | None = None) -> dict:
     """`planned`: the feasible plans of earlier types on this arc (`planned_outline`); the planner sees those that
     share evidence with this segment, so it picks other evidence or another angle instead of a twin item."""
-    return {**segment_variables(common, arc, segment, question_type), "evidence": _entries(segment, None, traces),
+    return {**segment_variables(common, arc, segment, question_type), "evidence": evidence_entries(segment, None, traces),
             "max_delay_days": max_delay_days, "hours": HOURS,
             "planned": shared_plans(planned, segment, planned_tokens),
             "settled": list(settled) if question_type == "unanswerable" else []}
@@ -246,7 +223,7 @@ def ask_time(plan: Plan, segment: Segment, needed: dict[str, list[str]], traces:
 
 def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, needed: dict[str, list[str]],
                     asked: dt.datetime, traces: dict[str, Trace], prompts: PromptsSettings, max_answer_chars: int) -> dict:
-    evidence = _entries(segment, plan.evidence, traces)
+    evidence = evidence_entries(segment, plan.evidence, traces)
     return {
         **segment_variables(common, arc, segment, plan.question_type),
         "evidence": evidence,

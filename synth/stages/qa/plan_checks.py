@@ -8,6 +8,7 @@ import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 
+from synth.config import question_types
 from synth.core.tokens import estimate_tokens
 from synth.life.windows import Segment
 from synth.quality.label_check import key_units
@@ -151,3 +152,39 @@ def shared_plans(planned: Sequence[dict], segment: Segment, budget: int | None) 
         used += cost
         shown.append({"question_type": plan["question_type"], "outline": plan["outline"], "evidence": numbers})
     return shown
+
+
+def evidence_entries(segment: Segment, chosen: list[int] | None, traces: dict[str, Trace]) -> list[dict]:
+    """Evidence as the templates show it; indices stay those of the whole segment. `records`: the numbers of the
+    traces carrying it, counted over the segment, so a planner sees which evidence share one record."""
+    numbers: dict[str, int] = {}
+    for item in segment.evidence:
+        for trace_id in item.trace_ids:
+            numbers.setdefault(trace_id, len(numbers) + 1)
+    out = []
+    for number, item in enumerate(segment.evidence, 1):
+        if chosen is not None and number not in chosen:
+            continue
+        out.append({
+            "index": number, "date": item.time.date().isoformat(), "kind": item.kind, "statement": item.statement,
+            "recent": item.evidence_id in segment.new_ids,
+            "media": sorted({traces[t].medium for t in item.trace_ids if t in traces}),
+            "records": sorted(numbers[t] for t in item.trace_ids),
+        })
+    return out
+
+
+def gate(question_type: str, segment: Segment, chosen: list[int]) -> str:
+    """Why a feasible-looking plan still cannot carry its type ('' when it can): evidence-gated generation."""
+    picked = [segment.evidence[i - 1] for i in chosen]
+    spec = question_types.get(question_type) or question_types.QuestionTypeSpec(question_type, "extra")
+    if not spec.answerable:
+        return ""
+    if len(picked) < min(spec.min_evidence, 2):
+        return f"{question_type} needs at least {min(spec.min_evidence, 2)} evidence"
+    if len({e.time.date() for e in picked}) < spec.min_days:
+        return f"{question_type} needs evidence from {spec.min_days} different days"
+    if spec.multi_point and len(picked) >= 2 and set.intersection(*(set(e.trace_ids) for e in picked)):
+        # one record carries every point: it answers the item alone, which the filter's single_point rejects
+        return f"{question_type} needs evidence from more than one record"
+    return ""
