@@ -369,3 +369,22 @@ def test_build_events_sorts_by_time_clamps_days_and_maps_labels():
                                                       (events[0].id, mint_id(events[0].id, "evidence", 1)),
                                                       (events[1].id, mint_id(events[1].id, "evidence", 0))]
     assert evidence[2].arc_ids == ["arc1", "arc0"] and evidence[2].statement == "s"
+
+
+def test_a_gap_fillers_events_spread_over_its_days_whatever_days_the_answer_chose():
+    """A filler of 73 days whose model put its eight events in the first weeks left a 25-day stretch (a small fake
+    run's `no trace for 14 days`): the filler is there to cover its days."""
+    from synth.life.gaps import open_gaps
+    from synth.stages.events import events_answer, spread_days
+
+    model = events_answer(72, ("Ann",), ("arc",), 8, 1, 1)
+    draft = {"title": "t", "description": "d", "location": "home", "hour": 9, "minute": 0, "participants": [],
+             "evidence": [{"kind": "fact", "statement": "s", "arcs": ["arc"], "private": False}]}
+    answer = model.model_validate({"events": [{**draft, "day": d} for d in (3, 0, 5, 1, 2, 4, 6, 7)]})
+    spread = spread_days(answer, 72)
+    days = [e.day for e in spread.events]
+    assert days == sorted(days) and days[0] < 9 and days[-1] >= 72 - 9
+    start = dt.date(2022, 7, 22)
+    dates = [start + dt.timedelta(days=d) for d in days]
+    assert open_gaps(dates, start, start + dt.timedelta(days=71), 8) == []
+    assert open_gaps([start + dt.timedelta(days=d) for d in range(8)], start, start + dt.timedelta(days=71), 8)

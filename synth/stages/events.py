@@ -99,6 +99,15 @@ def build_events(persona: Persona, phase: Phase, people: dict[str, str], arcs: d
     return {"events.jsonl": events, "evidence.jsonl": evidence, "people.jsonl": added}
 
 
+def spread_days(answer: BaseModel, days: int) -> BaseModel:
+    """The answer's events (in their time order) moved to days spread evenly over `days`: the k-th of n on day
+    (2k + 1)·days / 2n, so no stretch between them is longer than days / n."""
+    drafts = sorted(answer.events, key=lambda d: (d.day, d.hour, d.minute))
+    n = len(drafts)
+    return answer.model_copy(update={"events": [d.model_copy(update={"day": (2 * k + 1) * days // (2 * n)})
+                                                for k, d in enumerate(drafts)]})
+
+
 def merge_newcomers(events: list[Event], added: list[Person]) -> tuple[list[Event], list[Person]]:
     """The events' newcomers over all phases (their units ran concurrently, each against the phases' registry): a
     name introduced by two events is one person or place — the earliest (first day, then id) — and the later
@@ -258,6 +267,8 @@ class EventsRun:
         estimate = quota.count * (220 + quota.max_evidence * 90)
         answer = await self.ctx.ask("events", "events_generate.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, estimate))
+        if fill is not None:  # a filler is there to cover its days: its events spread over them, whatever days it chose
+            answer = spread_days(answer, phase_days(window))
         return build_events(self.persona, window, people, self.arc_ids, answer, self.people, key)
 
     @property
@@ -284,7 +295,10 @@ class EventsRun:
             phase = next((p for p in self.phases if p.start <= middle <= p.end), None)
             if phase is not None:
                 lo, hi = max(phase.start, gap.after + dt.timedelta(days=1)), min(phase.end, gap.before - dt.timedelta(days=1))
-                out.append((phase, phase.model_copy(update={"start": lo, "end": hi})))
+                step = dt.timedelta(days=self.section.max_events * (self.limit + 1))  # what one filler's events cover
+                while lo <= hi:
+                    out.append((phase, phase.model_copy(update={"start": lo, "end": min(hi, lo + step - dt.timedelta(days=1))})))
+                    lo += step
         return out
 
     async def run(self) -> dict[str, list]:
