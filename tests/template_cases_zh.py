@@ -21,7 +21,7 @@ FIELD_NAMES = {
     "name", "title", "description", "keep", "added", "seeds", "seed", "anchor_state", "anchor_states", "label",
     "trigger", "cues", "start_day", "end_day", "arc_states", "energy", "stress", "dominant_emotion", "focus",
     "arc_status", "day", "hour", "minute", "location", "participants", "evidence", "kind", "statement", "arcs",
-    "medium", "intent", "audience", "key_information", "delay_hours", "content",
+    "medium", "intent", "audience", "key_information", "delay_hours", "content", "traces",
     # qa, distractors, filter, eval
     "feasible", "evidence_indices", "temporal_scope", "outline", "absent_topic", "ask_after_days", "ask_hour",
     "question", "answer", "choice", "needs_memory", "reason", "key_supported", "others_ruled_out", "notes",
