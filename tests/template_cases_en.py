@@ -72,6 +72,13 @@ VARIABLES = {
                         "min_words": 80, "max_words": 320,
                         "voice": [{"time": "2021-12-30T21:00", "content": "Long day again."}],
                         "hidden": ["Maya cried in her car after the shift."]},
+    "traces_write_all.j2": {**TRACE_CONTEXT, "traces": [
+        {"medium": "diary", "intent": "vent", "audience": "self", "key_information": "k", "carried": EVIDENCE,
+         "time": "2022-01-04T20:00", "min_words": 80, "max_words": 320,
+         "voice": [{"time": "2021-12-30T21:00", "content": "Long day again."}]},
+        {"medium": "social_post", "intent": "share", "audience": "friends", "key_information": "k2",
+         "carried": [{"id": "w", "kind": "fact", "statement": "Maya walked home by the canal.", "private": False}],
+         "time": "2022-01-05T08:00", "min_words": 20, "max_words": 60, "voice": []}]},
 }
 
 

@@ -21,7 +21,7 @@ FIELD_NAMES = {
     "name", "title", "description", "keep", "added", "seeds", "seed", "anchor_state", "anchor_states", "label",
     "trigger", "cues", "start_day", "end_day", "arc_states", "energy", "stress", "dominant_emotion", "focus",
     "arc_status", "day", "hour", "minute", "location", "participants", "evidence", "kind", "statement", "arcs",
-    "medium", "intent", "audience", "key_information", "delay_hours", "content",
+    "medium", "intent", "audience", "key_information", "delay_hours", "content", "traces",
     # qa, distractors, filter, eval
     "feasible", "evidence_indices", "temporal_scope", "outline", "absent_topic", "ask_after_days", "ask_hour",
     "question", "answer", "choice", "needs_memory", "reason", "key_supported", "others_ruled_out", "notes",
@@ -154,6 +154,13 @@ def _generation(name: str) -> dict:
                             "min_words": 80, "max_words": 320,
                             "voice": [{"time": "2023-02-01T21:00", "content": "又是忙碌的一天。"}],
                             "hidden": ["她在车里哭了一场，觉得自己带不好团队。"]},
+        "traces_write_all.j2": {**TRACE_CONTEXT, "traces": [
+            {"medium": "diary", "intent": "记下心情", "audience": "自己", "key_information": "周会的安排。",
+             "carried": EVIDENCE, "time": "2023-02-06T21:00", "min_words": 136, "max_words": 544,
+             "voice": [{"time": "2023-02-01T21:00", "content": "又是忙碌的一天。"}]},
+            {"medium": "moments", "intent": "分享", "audience": "朋友", "key_information": "周末去了西湖。",
+             "carried": [{"id": "w", "kind": "fact", "statement": "她周末去西湖边走了走。", "private": False}],
+             "time": "2023-02-07T08:00", "min_words": 14, "max_words": 85, "voice": []}]},
         **{name: {**VARIANTS, **values} for name, values in VARIANT_TEMPLATES.items()},
     }.get(name)
 

@@ -63,6 +63,7 @@ SCHEMAS = {
     "snapshot": phases_stage.snapshot_answer(2),
     "trace plan": traces_stage.plan_answer(("diary", "moments", "wechat_chat"), 3, 2, 48),
     "trace": traces_stage.TraceText,
+    "traces written together": traces_stage.texts_answer(2),
     "seeds": arcs_stage.seed_answer(("升职",), 1, 3, 2),
     "arcs": arcs_stage.arc_answer(("升职",), 1, 3),
     "major events": arcs_stage.major_answer(("升职",), 30, 3, 3, 2),

@@ -141,7 +141,8 @@ def test_arcs_scripted_repair_is_deterministic(tmp_path):
 
 # ------------------------------------------------------------------------------------------ traces
 
-TRACES_CONFIG = "[traces]\ntraces_per_event = 2\nmax_delay_hours = 48\n"
+# one call a trace (write_together off): the joint write has its own tests (tests/test_trace_joint.py)
+TRACES_CONFIG = "[traces]\ntraces_per_event = 2\nmax_delay_hours = 48\nwrite_together = false\n"
 # 20:59 the day before the timeline ends leaves 27 whole hours (to 23:59 on the last day): the delay bound
 PLANS_ANSWER = {"traces": [
     {"reasons": "r", "medium": "email", "intent": "intent-alpha", "audience": "Sam", "key_information": "k1",

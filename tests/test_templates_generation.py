@@ -53,7 +53,7 @@ def test_a_missing_variable_is_an_error(name):
 
 
 @pytest.mark.parametrize("stage", [["phases_init.j2", "phases_generate.j2", "phases_update.j2"],
-                                   ["traces_plan.j2", "traces_write.j2"],
+                                   ["traces_plan.j2", "traces_write.j2", "traces_write_all.j2"],
                                    ["arcs_seeds.j2", "arcs_plan.j2", "arcs_major_events.j2"]])
 def test_a_stage_keeps_one_cacheable_system_prefix(stage):
     systems = {render(name, language="en", **variables(name, "en"))[0]["content"] for name in stage}

@@ -72,7 +72,7 @@ def run_traces(out: Path, records: dict[str, list], script: tuple[str, ...] = ()
 
 
 def is_plan(request: LLMRequest) -> bool:
-    return "traces" in request.json_schema["properties"]
+    return "TracePlan" in request.json_schema.get("$defs", {})
 
 
 def text_of(request: LLMRequest) -> str:
@@ -112,7 +112,8 @@ def assert_no_future(text: str, major: int, own_end: str, rendered: bool = True)
 def test_the_first_events_prompts_show_only_what_exists_at_its_time(tmp_path):
     seen = run_traces(tmp_path, world())
     first = [r for r in seen if "EVENT-0" in text_of(r)]
-    assert sum(map(is_plan, first)) == 1 and len(first) == 3, "one plan and two writes for the first event"
+    # the event's two traces are written in one call ([traces] write_together)
+    assert sum(map(is_plan, first)) == 1 and len(first) == 2, "one plan and one write for the first event"
     for request in first:
         text = text_of(request)
         assert_no_future(text, 0, "END-OF-PHASE-0")
@@ -120,7 +121,7 @@ def test_the_first_events_prompts_show_only_what_exists_at_its_time(tmp_path):
         assert "STATUS-START-1" not in text, "... with the status of the arcs the event touches only"
     # the second event sees further (its major event's states, the first phase whole), still not its own end
     second = [r for r in seen if "EVENT-1" in text_of(r)]
-    assert len(second) == 3
+    assert len(second) == 2
     for request in second:
         text = text_of(request)
         assert_no_future(text, 1, "END-OF-PHASE-1")
@@ -183,13 +184,14 @@ def test_a_writer_sees_its_carried_statements_and_none_of_the_events_others(tmp_
     assert len(plan) == 1 and all(f"STATEMENT-0-{j}" in text_of(plan[0]) for j in range(3))
     carried = {"intent-one": {0}, "intent-two": {1, 2}}
     writes = [r for r in seen if not is_plan(r)]
-    assert len(writes) == 2
-    for request in writes:
-        text = text_of(request)
+    assert len(writes) == 1, "the event's two traces are written in one call ([traces] write_together)"
+    head, *parts = text_of(writes[0]).split("### Trace ")
+    assert len(parts) == 2 and "STATEMENT-0" not in head
+    for text in parts:  # each trace's part of the prompt shows the statements it carries, no other
         (intent,) = [i for i in carried if f"Intent: {i}" in text]
         shown = {j for j in range(3) if f"STATEMENT-0-{j}" in text}
         assert shown == carried[intent], f"{intent} shows statements {shown}"
-        assert "REASONS-" not in text, "the planner's reasons are not passed to the writer"
+    assert "REASONS-" not in text_of(writes[0]), "the planner's reasons are not passed to the writer"
     traces_written = read_records(tmp_path / PID / "traces.jsonl", Trace)
     assert sorted(t.reasons for t in traces_written) == ["REASONS-ONE private", "REASONS-TWO"], "kept on the trace"
 

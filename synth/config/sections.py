@@ -134,6 +134,9 @@ class TracesSettings(Section):
                                "away; a paraphrase the word check misses is rewritten too")
     privacy_judge_statements: int = knob("the judge reads at most this many private statements (its phase's first, "
                                          "then the newest)", ge=1)
+    write_together: bool = knob("an event with several traces has them written in one call (the moment sent once, "
+                                "not once a trace); a trace that leaks a private statement is still re-written alone. "
+                                "false: one call per trace")
 
     @model_validator(mode="after")
     def _some_medium(self) -> "TracesSettings":

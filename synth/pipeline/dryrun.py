@@ -1,11 +1,11 @@
 """`synth run --dry-run`: run the whole pipeline on the fake provider and price every request at the real model.
 
 Output tokens come from a per-task table in the config (`[defaults.dry_run.output_tokens]`, task → tokens), except
-an answer that is a text of configured length and nothing else (a trace's `content`): it is priced at the length
-the dry run's fake wrote, so the planner and the writer of one task are not priced alike. Input tokens are those
-of the rendered prompt. Prompt caching is estimated per task: the first request with a given system prefix writes
-it to the cache, every later one reads it — when the prefix is at least the model's `cache_min_tokens` (a
-provider caches nothing shorter).
+an answer that is text of configured length and nothing else (a trace's `content`, or the list of them an event's
+traces written together make): it is priced at the length the dry run's fake wrote, so the planner and the writer
+of one task are not priced alike. Input tokens are those of the rendered prompt. Prompt caching is estimated per
+task: the first request with a given system prefix writes it to the cache, every later one reads it — when the
+prefix is at least the model's `cache_min_tokens` (a provider caches nothing shorter).
 """
 
 from __future__ import annotations

@@ -93,8 +93,8 @@ class DryRunFake(FakeProvider):
         self.rates = {"new_people": people_per_month, "new_places": places_per_month}
         self.default_tokens = default_tokens
         self.names: set[str] = set()
-        # id(request) → tokens of an answer that is a text of configured length and nothing else (a trace's
-        # `content`): the pricing takes its size from here, not from the task's table
+        # id(request) → tokens of an answer that is text of configured length and nothing else (a trace's
+        # `content`, or a list of them): the pricing takes its size from here, not from the task's table
         self.text_tokens: dict[int, int] = {}
 
     async def complete(self, request: LLMRequest, model: str) -> ProviderResponse:
@@ -106,7 +106,7 @@ class DryRunFake(FakeProvider):
         data = _trimmed(data, request.json_schema, request.json_schema)
         data = self.sized(data, request, rng)
         text = json.dumps(data, ensure_ascii=False)
-        if set(request.json_schema.get("properties", {})) == {"content"}:
+        if _texts_only(request.json_schema):
             self.text_tokens[id(request)] = estimate_tokens(text)
         return ProviderResponse(text=text, usage=Usage(input_tokens=response.usage.input_tokens,
                                                        output_tokens=estimate_tokens(text)))
@@ -172,6 +172,20 @@ class DryRunFake(FakeProvider):
             return _bounded(_words(rng, rng.randint(max(1, words * 3 // 4), words * 5 // 4 + 1), zh), schema)
 
         return _walk(skeleton, root, root, "", fill)
+
+
+def _texts_only(schema: dict) -> bool:
+    """An answer that is trace text and nothing else: {"content"} (one trace), or one list of {"content"} items
+    (an event's traces written together), priced at the length of its texts."""
+    props = schema.get("properties", {})
+    if set(props) == {"content"}:
+        return True
+    if len(props) != 1:
+        return False
+    (field,) = props.values()
+    field = _resolve(field, schema)
+    return field.get("type") == "array" and set(_resolve(field.get("items", {}), schema).get("properties", {})) == {
+        "content"}
 
 
 def _trimmed(value: Any, schema: dict, root: dict) -> Any:

@@ -10,9 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import TracesSettings
-from synth.core import chain
 from synth.core.errors import InputError
-from synth.core.tokens import estimate_tokens
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life import relations
 from synth.life.spoken import SPOKEN_FILES, spoken_traces
@@ -38,19 +36,17 @@ from synth.stages.trace_context import (  # noqa: F401  (re-exported)
     snapshot_history,
 )
 from synth.stages.trace_voice import Planned, VoiceBoard
-
-
-@lru_cache(maxsize=None)
-def privacy_verdict(statements: int) -> type[BaseModel]:
-    """The privacy judge's answer: which of the numbered private statements the public text gives away."""
-    return create_model("PrivacyVerdict",
-                        revealed=(list[Literal[tuple(range(1, statements + 1))]], Field(max_length=statements)),
-                        reason=(str, ...))
-
-
-class TraceText(BaseModel):
-    # minLength reaches a grammar-bound local model (it once wrote "content": ""); the check below refuses blank text
-    content: str = Field(min_length=20)
+from synth.stages.trace_write import (  # noqa: F401  (re-exported)
+    TraceText,
+    TraceWriting,
+    build_trace,
+    has_content,
+    privacy_verdict,
+    texts_answer,
+    trace_time,
+    voice_reference,
+    write_variables,
+)
 
 
 @lru_cache(maxsize=None)
@@ -162,39 +158,10 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
             "problems": []}
 
 
-def trace_time(event: Event, delay_hours: int, max_delay: int) -> dt.datetime:
-    return event.time + dt.timedelta(hours=min(delay_hours, max_delay))
-
-
-def write_variables(context: dict, plan: BaseModel, carried: list[Evidence], time: dt.datetime,
-                    words: tuple[int, int], voice: list[dict] | None = None, medium: str | None = None) -> dict:
-    """What the writer sees: the plan without its `reasons` (a planner's meta-comment is not the person's voice),
-    `voice`: the person's earlier traces of the same medium, if any, and `medium` when code re-routed the plan's.
-    `hidden` (a rewrite): the private statements an earlier draft of this public trace gave away."""
-    return {**context, "people": context.get("writer_people", context.get("people", [])),
-            "medium": medium or plan.medium, "intent": plan.intent, "audience": plan.audience,
-            "key_information": plan.key_information, "carried": [e.model_dump(mode="json") for e in carried],
-            "time": time.isoformat(timespec="minutes"), "min_words": words[0], "max_words": words[1],
-            "voice": voice or [], "hidden": []}
-
-
-def build_trace(answer: TraceText, plan: BaseModel, event: Event, carried: list[Evidence], k: int,
-                time: dt.datetime, persona_id: str, medium: str | None = None) -> Trace:
-    """The `k`-th trace of `event`, written from `plan` (in `medium` when code re-routed it) and carrying
-    `carried`."""
-    content = answer.content.strip()
-    return Trace(
-        id=mint_id(event.id, "trace", k), persona_id=persona_id, event_id=event.id,
-        evidence_ids=[e.id for e in carried], medium=medium or plan.medium, time=time, intent=plan.intent.strip(),
-        audience=plan.audience.strip(), content=content, tokens=estimate_tokens(content),
-        reasons=plan.reasons.strip(),
-    )
-
-
 # ------------------------------------------------------------------------------------------------ stage
 
-class TraceWriter:
-    """What the units of one persona share; a unit plans one event's traces, then writes them concurrently."""
+class TraceWriter(TraceWriting):
+    """What the units of one persona share; a unit plans one event's traces, then writes them (synth.stages.trace_write)."""
 
     def __init__(self, ctx: StageContext) -> None:
         self.ctx = ctx
@@ -220,6 +187,7 @@ class TraceWriter:
         self.privacy_repairs = section.privacy_repairs
         self.privacy_judge = section.privacy_judge
         self.judge_statements = section.privacy_judge_statements
+        self.write_together = section.write_together
         private = {m: w for m, w in self.weights.items() if m not in self.rule.public_media}
         self.private_medium = max(sorted(private), key=private.get) if private else None
 
@@ -237,10 +205,8 @@ class TraceWriter:
             self.board.plan(event.id, [Planned(mint_id(event.id, "trace", k), medium,
                                                trace_time(event, plans[k].delay_hours, max_delay))
                                        for k, medium, _ in routed])
-        texts = await chain.gather(*(
-            self.write(context, event, plans[k], medium, [evidence[i - 1] for i in indices], k, max_delay)
-            for k, medium, indices in routed
-        ))
+        texts = await self.write_all(context, event, [(plans[k], medium, [evidence[i - 1] for i in indices], k)
+                                                      for k, medium, indices in routed], max_delay)
         return {"traces.jsonl": [t.model_copy(update={"privacy_plan": how}) for t in texts]}
 
     async def plan(self, context: dict, event: Event, evidence: list[Evidence],
@@ -269,68 +235,6 @@ class TraceWriter:
         routed, rerouted = route_private(answer.traces, len(evidence), private, self.rule.public_media,
                                          self.private_medium)
         return answer.traces, routed, "rerouted" if rerouted else how
-
-    async def write(self, context: dict, event: Event, plan: BaseModel, medium: str, carried: list[Evidence],
-                    k: int, max_delay: int) -> Trace:
-        """One trace; a public one that gives away a private statement (its phase's or a recent one: synth.quality.privacy) is written
-        again with those statements named as hidden, at most `privacy_repairs` times — what is left is kept and
-        reported by `synth validate` and `synth stats`."""
-        time = trace_time(event, plan.delay_hours, max_delay)
-        read = await self.board.reference(event.id, medium, time) if self.board is not None else []
-        voice = voice_reference(read, medium, time, *self.voice)
-        words = medium_band(self.ctx.section, medium, self.ctx.language)
-        variables = write_variables(context, plan, carried, time, words, voice, medium)
-        tokens = answer_tokens(self.ctx, 3 * words[1] + 200)
-        trace, rewrites, flagged = None, 0, []
-        for round_ in range(self.privacy_repairs + 1):
-            answer = await self.ctx.ask("traces", "traces_write.j2", variables, TraceText, check=has_content,
-                                        max_tokens=tokens, sample=round_)
-            trace = build_trace(answer, plan, event, carried, k, time, self.persona.id, medium)
-            leaks = [leak.evidence_id for leak in self.privacy.leaks(trace)]
-            flagged = [] if leaks else await self.judged(trace, round_)
-            if not (leaks or flagged) or round_ == self.privacy_repairs:
-                break
-            rewrites += 1
-            variables = {**variables, "hidden": [self.privacy.evidence[i].statement for i in leaks or flagged]}
-        done = trace.model_copy(update={"privacy_rewrites": rewrites, "privacy_flagged": flagged,
-                                        "privacy_judged": self.judges(trace)})
-        if self.board is not None:
-            self.board.wrote(done)
-        return done
-
-    def judges(self, trace: Trace) -> bool:
-        return (self.privacy_judge and trace.medium in self.rule.public_media
-                and bool(self.privacy.exposed(trace)))
-
-    async def judged(self, trace: Trace, sample: int) -> list[str]:
-        """The private evidence the judge finds given away in a public trace (`PrivacyIndex.exposed`, at most
-        `privacy_judge_statements` of it: the trace's phase first, then the newest; none asked when the judge is
-        off, the medium is private or nothing before it is hidden)."""
-        if not self.judges(trace):
-            return []
-        exposed = self.privacy.exposed(trace)[:self.judge_statements]
-        verdict = await self.ctx.ask("traces_privacy", "traces_privacy.j2",
-                                     {"medium": trace.medium, "content": trace.content,
-                                      "statements": [statement for _, statement in exposed]},
-                                     privacy_verdict(len(exposed)), sample=sample,
-                                     max_tokens=answer_tokens(self.ctx, 200))
-        return [exposed[i - 1][0] for i in dict.fromkeys(verdict.revealed)]
-
-
-def has_content(answer: TraceText) -> None:
-    """A trace with no text carries no evidence and breaks every downstream check: ask again (a repair), never keep
-    it. The schema's minLength binds a grammar; this refuses text that is only whitespace."""
-    if not answer.content.strip():
-        raise ValueError("content: empty — write the trace itself")
-
-
-def voice_reference(written: list[Trace], medium: str, before: dt.datetime, count: int, chars: int) -> list[dict]:
-    """The person's latest `count` traces of `medium` written before `before`, oldest first, each cut to `chars`:
-    the writer's voice reference."""
-    same = sorted((t for t in written if t.medium == medium and t.time < before), key=lambda t: (t.time, t.id))
-    return [{"time": t.time.isoformat(timespec="minutes"), "content": t.content[:chars]}
-            for t in same[len(same) - count:]] if count > 0 else []
-
 
 async def run(ctx: StageContext) -> None:
     if "written" in ctx.settings.sources:
@@ -390,7 +294,7 @@ STAGE = Stage(
     # needed only when the sources name them (chats, lifelog) or [variants] asks for variant sets
     optional_reads=("groups.jsonl", "chats.jsonl", "lifelog.jsonl", "variants.jsonl"),
     writes=("traces.jsonl",),
-    templates=("traces_plan.j2", "traces_write.j2", "traces_privacy.j2"),
+    templates=("traces_plan.j2", "traces_write.j2", "traces_write_all.j2", "traces_privacy.j2"),
     tasks=("traces", "traces_privacy"),
     judges=("traces_privacy",),
     body=run,
