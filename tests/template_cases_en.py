@@ -43,7 +43,9 @@ SEEDS = [{"name": "career_change", "label": "career_change", "title": "Career ch
 SNAP_JSON = SNAP.model_dump(mode="json")
 TRACE_CONTEXT = {"arcs": ARCS, "moment_arcs": moment_arcs(ARCS, None), "phase": PHASE, "previous_phase": PHASE,
                  "event": DETAILED, "evidence": EVIDENCE,
-                 "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False}
+                 "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False,
+                 # the persona's media: every traces prompt's prefix shows them
+                 "media": ["diary", "email"], "targets": {"diary": 67, "email": 33}, "public": ["social_post"]}
 
 VARIABLES = {
     "persona_enrich.j2": {"big_five": {"openness": .8, "conscientiousness": .3, "extraversion": .6,

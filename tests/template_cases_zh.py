@@ -89,7 +89,9 @@ QA_EVIDENCE = [{"index": n + 1, "date": "2023-02-06", "kind": e["kind"], "statem
 CHOICES = [{"id": c, "text": "我先让大家说困难。"} for c in "ABCDE"]
 TRACE_CONTEXT = {"arcs": ARCS, "moment_arcs": moment_arcs(ARCS, None), "phase": PHASE, "previous_phase": PHASE,
                  "event": DETAILED, "evidence": EVIDENCE,
-                 "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False}
+                 "people": [NEWCOMER], "holidays": HOLIDAYS, "everyday": False,
+                 # the persona's media: every traces prompt's prefix shows them
+                 "media": MEDIA, "targets": {m: 5 for m in MEDIA}, "public": ["moments", "weibo"]}
 QUESTION = {"question": "周会后你对带团队的看法有什么变化？", "question_time": "2023-02-08T20:00"}
 STYLE = {"formality": 3, "verbosity": 4, "humour": 2, "jargon": 1, "emoji": 3, "directness": 5, "warmth": 4,
          "questioning": 2}

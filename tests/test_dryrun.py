@@ -173,3 +173,36 @@ def test_the_dry_run_fake_writes_fields_at_a_capable_models_lengths():
     sent, written = ask("traces", text)
     assert len(written["content"].split()) >= 100
     assert fake.text_tokens[id(sent)] >= 100, "the trace's size is kept for the pricing"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_dry_runs_trace_plans_keep_private_evidence_out_of_public_media(language):
+    """The plain fake picks media at random, so most of its plans broke the privacy rule and every re-plan was
+    priced; a capable model's plans did not break it. The dry run's plans keep to it, in both languages."""
+    from types import SimpleNamespace
+
+    from template_cases_en import variables
+
+    from synth.config.prompts import render
+    from synth.llm.fake import FakeProvider
+    from synth.pipeline.dryrun_fake import DryRunFake
+    from synth.stages import traces
+
+    values = variables("traces_plan.j2", language)
+    values.update(evidence=[{"kind": "fact", "statement": f"s{n}", "private": n == 2} for n in (1, 2, 3)],
+                  problems=[])
+    messages = render("traces_plan.j2", language=language, **values)
+    media = ("diary", "social_post")
+    schema = traces.plan_answer(media, 3, 2, 12).model_json_schema()
+    broken = 0
+    for seed in range(30):
+        fake = DryRunFake({"traces": 700}, 0, 0, 300, seed=seed, public_media=frozenset({"social_post"}))
+        plans = json.loads(asyncio.run(fake.complete(LLMRequest(task="traces", messages=messages,
+                                                                 json_schema=schema), "fake")).text)["traces"]
+        assert traces.plan_privacy_problems([SimpleNamespace(**p) for p in plans], frozenset({2}),
+                                            frozenset({"social_post"})) == []
+        plain = json.loads(asyncio.run(FakeProvider(seed=seed).complete(
+            LLMRequest(task="traces", messages=messages, json_schema=schema), "fake")).text)["traces"]
+        broken += bool(traces.plan_privacy_problems([SimpleNamespace(**p) for p in plain], frozenset({2}),
+                                                    frozenset({"social_post"})))
+    assert broken > 5, "the plain fake breaks the rule often: the test would not see a dry run that stopped fixing it"

@@ -19,6 +19,9 @@ START = dt.date(2022, 1, 1)
 DAYS = 900  # a long life: one newcomer every other day, each taking part in an event that day
 
 
+MEDIA_VIEW = {"media": ["diary"], "targets": {"diary": 100}, "public": []}  # the persona's media (prefix)
+
+
 def person(k: int, kind: str = "person") -> Person:
     return Person(id=f"n{k}", persona_id=PID, kind=kind, name=f"Newcomer{k} Surname{k}", relation="a friend met at the club",
                   description=f"someone met on day {2 * k}, who talks about gardening and old films", origin="introduced",
@@ -138,12 +141,11 @@ def test_the_trace_writer_sees_this_phase_and_each_arcs_state_now_not_the_histor
                   persona=persona().model_dump(mode="json"))
     write = " ".join(m["content"] for m in render("traces_write.j2", **common, medium="diary", intent="i",
                                                   audience="a", key_information="k", carried=[], time="2022-03-09T15:00",
-                                                  min_words=10, max_words=50, voice=[], hidden=[]))
+                                                  min_words=10, max_words=50, voice=[], hidden=[], **MEDIA_VIEW))
     assert "NOW-STATE" in write and "Spring crunch" in write
     assert "EARLY-STATE" not in write and "Quiet winter" not in write
-    plan = " ".join(m["content"] for m in render("traces_plan.j2", **common, evidence=[], count=1, media=["diary"],
-                                                 targets={"diary": 100}, max_delay=24, suggested=["diary"],
-                                                 public=[], problems=[], short=[]))
+    plan = " ".join(m["content"] for m in render("traces_plan.j2", **common, evidence=[], count=1, max_delay=24,
+                                                 suggested=["diary"], problems=[], short=[], **MEDIA_VIEW))
     assert "NOW-STATE" in plan and "Quiet winter" in plan
     assert "EARLY-STATE" not in plan
 
@@ -158,7 +160,7 @@ def test_the_trace_writer_sees_the_people_of_its_event_and_evidence_not_those_se
     evidence = evidence_of(late, f"{old.name.split()[0]} came along.")
     phase = phase_at(late.time.date())
     variables = traces.event_context(persona().model_dump(mode="json"), [], traces.snapshot_history([phase], 0),
-                                     late, moment.extra(late, phase, evidence, 12))
+                                     late, {**moment.extra(late, phase, evidence, 12), **MEDIA_VIEW})
     plan = traces.plan_variables(variables, late, evidence, 1, {"diary": 1.0}, 12)
     planned = SimpleNamespace(medium="diary", intent="i", audience="a", key_information="k")
     write = traces.write_variables(variables, planned, evidence, late.time, (10, 50), [], "diary")

@@ -67,3 +67,13 @@ def test_renders_carry_the_record_details():
     assert "[照片：…]" in zh and "80–320" in zh
     schema = render("events_generate.j2", language="en", **variables("events_generate.j2", "en"))[1]["content"]
     assert "day 0 is 2022-01-03" in schema and "Sam" in schema
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_persona_media_sit_in_every_traces_prompts_cacheable_prefix(language):
+    """The media list is the same for every traces request of a persona: in the prefix (cacheable, and long enough
+    to pass a provider's cache minimum), not after the moment."""
+    for name in ("traces_plan.j2", "traces_write.j2", "traces_write_all.j2"):
+        system, task = (m["content"] for m in render(name, language=language, **variables(name, language)))
+        marker = "目标占比" if language == "zh" else "target share of all their records"
+        assert marker in system and marker not in task, name

@@ -144,7 +144,8 @@ def test_the_prompt_variables_carry_no_future_in_either_language(language):
     event, evidence = records["events.jsonl"][at], records["evidence.jsonl"][:3]
     who = maya().model_copy(update={"language": language}).model_dump(mode="json")
     context = traces.event_context(who, traces.arcs_so_far(arcs, traces.reached_states(phases, at)),
-                                   traces.snapshot_history(phases, at), event, {"arc_ids": ["arc0"]})
+                                   traces.snapshot_history(phases, at), event,
+                                   {"arc_ids": ["arc0"], "media": ["diary"], "targets": {"diary": 100}, "public": []})
     assert_no_future(json.dumps(context), 0, "END-OF-PHASE-0", rendered=False)  # not even a variable
     plan = traces.plan_variables(context, event, evidence, 2, {"diary": 1.0}, 12)
     answer = traces.plan_answer(("diary",), 3, 1, 12).model_validate({"traces": [{

@@ -121,7 +121,8 @@ def fake_requests(preset: str, personas: list[Path], persona: list[str], config:
             # rate and texts have the configured lengths; it takes the plain fake's place in the run's provider table
             shape = parsed[0].dry_run
             fake = DryRunFake(shape.output_tokens, shape.people_per_month, shape.places_per_month,
-                              DEFAULT_OUTPUT_TOKENS, seed=plain.seed, content_words=plain.content_words)
+                              DEFAULT_OUTPUT_TOKENS, seed=plain.seed, content_words=plain.content_words,
+                              public_media=frozenset(parsed[0].traces.public_media))
             route = session.options.route
             session.llm._providers[(route.provider, route.base_url)] = fake
         try:

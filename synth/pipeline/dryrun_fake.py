@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from synth.core.tokens import estimate_tokens
@@ -87,8 +88,10 @@ class DryRunFake(FakeProvider):
     brings none (a real run's phases and events share the rate). Free text fills `output_tokens[task]`."""
 
     def __init__(self, output_tokens: dict[str, int], people_per_month: float, places_per_month: float,
-                 default_tokens: int, seed: int = 0, content_words: int | None = None) -> None:
+                 default_tokens: int, seed: int = 0, content_words: int | None = None,
+                 public_media: frozenset[str] = frozenset()) -> None:
         super().__init__(seed=seed, content_words=content_words)
+        self.public_media = public_media
         self.output_tokens = output_tokens
         self.rates = {"new_people": people_per_month, "new_places": places_per_month}
         self.default_tokens = default_tokens
@@ -105,11 +108,31 @@ class DryRunFake(FakeProvider):
         data = self.newcomers(json.loads(response.text), request.json_schema, rng)
         data = _trimmed(data, request.json_schema, request.json_schema)
         data = self.sized(data, request, rng)
+        data = self.private_kept(data, request)
         text = json.dumps(data, ensure_ascii=False)
         if _texts_only(request.json_schema):
             self.text_tokens[id(request)] = estimate_tokens(text)
         return ProviderResponse(text=text, usage=Usage(input_tokens=response.usage.input_tokens,
                                                        output_tokens=estimate_tokens(text)))
+
+    def private_kept(self, data: Any, request: LLMRequest) -> Any:
+        """A trace plan that keeps evidence marked private out of public media, as a capable model's plans did (none
+        of theirs through the bridge broke the rule): the plain fake picks media at random, and every re-plan it
+        provoked was priced as if a real run made it."""
+        plans = data.get("traces") if isinstance(data, dict) and request.task == "traces" else None
+        if not (isinstance(plans, list) and plans and isinstance(plans[0], dict) and "medium" in plans[0]):
+            return data
+        task = request.messages[-1].get("content", "")
+        private = {int(n) for n in _PRIVATE_LINE.findall(task)}
+        closed = [m for m in _medium_enum(request.json_schema) if m not in self.public_media]
+        if not private or not closed:
+            return data
+        for plan in plans:
+            if plan["medium"] in self.public_media and private & set(plan.get("evidence", [])):
+                plan["medium"] = closed[0]
+        if all(plan["medium"] in self.public_media for plan in plans):
+            plans[0]["medium"] = closed[0]
+        return data
 
     def newcomers(self, data: Any, schema: dict, rng) -> Any:
         """Empties every `new_people` / `new_places` list, then refills an events answer's at the configured rate."""
@@ -186,6 +209,17 @@ def _texts_only(schema: dict) -> bool:
     field = _resolve(field, schema)
     return field.get("type") == "array" and set(_resolve(field.get("items", {}), schema).get("properties", {})) == {
         "content"}
+
+
+# an evidence line of the trace plan prompt that is marked private (prompts/traces_plan.j2, en and zh)
+_PRIVATE_LINE = re.compile(r"^(\d+)\. \[.*?(?:\(private:|（私密：)", re.MULTILINE)
+
+
+def _medium_enum(schema: dict) -> list[str]:
+    """The media a trace plan answer may name (its schema's enum)."""
+    plans = _resolve(schema.get("properties", {}).get("traces", {}), schema)
+    plan = _resolve(plans.get("items", {}), schema)
+    return list(_resolve(plan.get("properties", {}).get("medium", {}), schema).get("enum", []))
 
 
 def _trimmed(value: Any, schema: dict, root: dict) -> Any:

@@ -183,6 +183,9 @@ class TraceWriter(TraceWriting):
         self.persona_view = self.persona.model_dump(mode="json")
         self.arcs, self.majors = ctx.arcs, ctx.major_events
         self.rule = LeakRule.of(section.model_dump())
+        # the persona's media, shares and public ones: every traces prompt's fixed prefix shows them (cacheable)
+        self.media_view = {"media": list(self.media), "targets": media_targets(self.weights),
+                           "public": sorted(self.rule.public_media & set(self.weights))}
         self.privacy = PrivacyIndex(ctx.events, ctx.evidence, self.rule)
         self.privacy_repairs = section.privacy_repairs
         self.privacy_judge = section.privacy_judge
@@ -199,7 +202,7 @@ class TraceWriter(TraceWriting):
         arcs = arcs_so_far(self.arcs, reached_states(self.phases, at))
         max_delay = max_delay_hours(event, self.persona, self.delay_limit)
         context = event_context(self.persona_view, arcs, snapshot_history(self.phases, at), event,
-                                self.moment.extra(event, self.phases[at], evidence, max_delay))
+                                {**self.moment.extra(event, self.phases[at], evidence, max_delay), **self.media_view})
         plans, routed, how = await self.plan(context, event, evidence, max_delay)
         if self.board is not None:
             self.board.plan(event.id, [Planned(mint_id(event.id, "trace", k), medium,
