@@ -183,6 +183,12 @@ def test_the_major_events_prompt_matches_each_transition_to_a_fitting_trigger_wi
     assert "TRIGGER-1" in body and "CUE-1" in body and "TRIGGER-0" not in body, "state 0 is where the arc starts"
     rule = "only when that event is (or brings) the state's trigger" if language == "en" else "就是（或带来了）那个状态的触发"
     assert rule in body
+    # three arcs of three states: six changes for the events to carry (a writer read "exactly 3 events" as one each)
+    three = [{**a, "anchor_states": a["anchor_states"][:1] * 3} for a in (ARCS * 3)[:3]]
+    body = text("arcs_major_events.j2", language, arcs=three, count=3)
+    expected = ("6 state changes are to come across the arcs and 3 events to carry them" if language == "en"
+                else "一共还有 6 次状态变化，由 3 个事件来承载")
+    assert expected in body
 
 
 def test_one_event_that_reaches_a_state_need_not_show_all_its_cues():

@@ -317,6 +317,9 @@ def test_a_rest_day_errand_without_colleagues_gets_no_work_chat_hint():
     # a trace that must carry two evidence is not hinted to a medium that carries one
     assert "work_chat" not in hint_weights(weights, frozenset(), False, True, work, short=["work_chat"])
     assert "work_chat" in hint_weights(weights, frozenset(), False, True, work, short=None)
+    # a private line (kept to themself or someone close) is not hinted to colleagues, even in a work moment
+    assert "work_chat" not in hint_weights(weights, frozenset(), True, True, work)
+    assert set(hint_weights(weights, frozenset(), True, True, work)) == {"wechat_chat", "diary"}
     # privacy and audience together; when nothing else is left, the whole mix
     assert hint_weights({"work_chat": 1.0}, frozenset(), False, False, work) == {"work_chat": 1.0}
     assert set(hint_weights(weights, frozenset({"wechat_chat"}), True, False, work)) == {"diary"}

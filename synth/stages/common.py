@@ -84,14 +84,14 @@ def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], p
                  work: bool = True, work_media: frozenset[str] | set[str] = frozenset(),
                  short: Iterable[str] | None = None) -> dict[str, float]:
     """The media a planner's hint may name: none that the evidence's privacy rules out — with private evidence,
-    no public medium — and none whose audience does not fit the moment: no work medium (`work_media`) for a
+    no public medium and no work medium (a capable writer was hinted work chat for a diary-private line) — and none whose audience does not fit the moment: no work medium (`work_media`) for a
     moment without colleagues (`work` false); none of the `short` media when a trace must carry more than one
     evidence (a short medium carries one: a search query cannot hold a late-night talk). The mix itself is
     unchanged; all of it, if nothing else is left."""
     left_out = set(short or ())
     fitting = {m: w for m, w in weights.items() if (work or m not in work_media) and m not in left_out}
-    if private:
-        fitting = {m: w for m, w in fitting.items() if m not in public}
+    if private:  # kept to themself or someone close: not for the public, nor for colleagues
+        fitting = {m: w for m, w in fitting.items() if m not in public and m not in work_media}
     return fitting or dict(weights)
 
 
