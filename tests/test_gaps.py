@@ -146,6 +146,7 @@ def test_a_stretch_no_event_can_reach_is_filled_with_everyday_events(tmp_path):
     assert not fake.unused() and len(fake.seen) == 2
     asked = fake.seen[1].messages[-1]["content"]
     assert "small everyday events" in asked and "day 0 is 2022-01-08" in asked
+    assert "The events of this phase already written:" in asked  # the filler sees what the phase already holds
     events = read_records(d / "events.jsonl", Event)
     assert len(events) == 8
     fillers = [e for e in events if e.id in {mint_id("ph0", "gap-2022-01-08", i) for i in range(6)}]

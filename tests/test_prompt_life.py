@@ -222,3 +222,19 @@ def test_whoever_a_phase_names_is_registered_and_an_unmet_trigger_person_goes_by
         assert "description 里出现的每个人名，要么是上面列出的，要么放进 new_people" in phase
         assert "阶段描述里提到、上面却没有列出的人，放进第一个提到他的事件的 new_people" in events
         assert "用身份称呼" in arcs
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_gap_filler_shows_its_major_event_and_the_phases_events_already_written(language):
+    """A filler's prompt said "Everyday life: no major event" inside a phase of a major event, and did not show the
+    events the phase already had (a 75-day capable-writer run)."""
+    window = {"start": "2022-01-16", "end": "2022-01-22"}
+    written = [{"time": "2022-01-07 10:00", "title": "ECG-AT-THE-GP"}]
+    body = text("events_generate.j2", language, window=window, filler=True, written=written, count=1)
+    plain = text("events_generate.j2", language)
+    assert "ECG-AT-THE-GP" in body and "ECG-AT-THE-GP" not in plain
+    if language == "en":
+        assert "no major event" not in body and "Write one small everyday event" in body
+        assert "Write one small everyday event" not in plain
+    else:
+        assert "没有重大事件" not in body and "写出 1 个平常的小事件" in body

@@ -338,7 +338,7 @@ def test_events_variables():
                          "phase": ph.model_dump(mode="json"), "window": {"start": "2022-01-05", "end": "2022-01-08"},
                          "days": 4, "count": 2, "min_evidence": 1,
                          "max_evidence": 3, "people": ["Sam", "Sam (2)"], "moves": [], "introduced": [],
-                         "recent": [], "holidays": [], "newcomers": 0}
+                         "recent": [], "holidays": [], "newcomers": 0, "filler": False, "written": []}
     assert variables["event"]["id"] == "m0" and len(variables["event"]["states"]) == 2
     text = "\n".join(m["content"] for m in render("events_generate.j2", language="en", **variables))
     assert "Sam (2)" in text

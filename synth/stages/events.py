@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Literal
@@ -170,7 +171,8 @@ def events_variables(persona: Persona, arcs: list[LifeArc], major: MajorEvent, p
     take part, and `context`: the arc states it moves, the registry, the phases before it and the holidays.
     `window`: the days of the phase to fill (a gap's filler; the whole phase by default) — the phase keeps its own
     bounds in the prompt, so a filler does not show the same phase with other dates."""
-    context = {"moves": [], "introduced": [], "recent": [], "holidays": [], **(context or {})}
+    context = {"moves": [], "introduced": [], "recent": [], "holidays": [], "filler": False, "written": [],
+               **(context or {})}
     window = window or phase
     return {**persona_and_arcs(persona, arcs), "event": event_view(major, arcs),
             "phase": phase.model_dump(mode="json"), "window": window.model_dump(mode="json", include={"start", "end"}),
@@ -250,20 +252,24 @@ class EventsRun:
         return bounded_registry(self.people, phase.start, self.section.registry_days, self.section.registry_tokens,
                                 texts=texts)
 
-    async def generate(self, phase: Phase, fill: Phase | None = None) -> Records:
+    async def generate(self, phase: Phase, fill: Phase | None = None, written: Sequence[Event] = ()) -> Records:
         """A phase's events; with `fill` (a window of days of the phase that no event could be moved into), the
-        small everyday events that fill it, one per `max_gap_days - gap_room_days` days."""
+        small everyday events that fill it, one per `max_gap_days - gap_room_days` days, shown inside the phase's
+        major event with the phase's events already `written`."""
         quota, major, window, key = self.quotas[phase.id], self.majors[phase.major_event_id], phase, "event"
+        small = major.kind == "everyday"
         if fill is not None:
             quota = EventQuota(min(self.section.max_events, -(-phase_days(fill) // (self.limit + 1))), 1,
                                max(1, min(2, self.section.min_evidence)))
-            major, window, key = major.model_copy(update={"kind": "everyday"}), fill, f"gap-{fill.start}"
+            window, key, small = fill, f"gap-{fill.start}", True
         people = registry_labels(self.shown_people(phase), phase) or relation_labels(self.persona)
         model = events_answer(phase_days(window), tuple(people), tuple(self.arc_ids), quota.count,
-                              quota.min_evidence, quota.max_evidence, 0 if major.kind == "everyday" else 1,
-                              self.section.new_people)
+                              quota.min_evidence, quota.max_evidence, 0 if small else 1, self.section.new_people)
+        shown = [{"time": e.time.isoformat(timespec="minutes").replace("T", " "), "title": e.title}
+                 for e in sorted(written, key=lambda e: e.time) if e.phase_id == phase.id]
         variables = events_variables(self.persona, self.arcs, major, phase, quota, list(people),
-                                     {**self.context(phase), "newcomers": self.section.new_people}, window)
+                                     {**self.context(phase), "newcomers": self.section.new_people,
+                                      "filler": fill is not None, "written": shown}, window)
         estimate = quota.count * (220 + quota.max_evidence * 90)
         answer = await self.ctx.ask("events", "events_generate.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, estimate))
@@ -307,7 +313,7 @@ class EventsRun:
         await self.ctx.units([(phase.id, partial(self.generate, phase)) for phase in self.ctx.phases])
         events, added = self.dated()
         if self.section.fill_gaps:
-            work = [(f"gap:{phase.id}:{window.start}", partial(self.generate, phase, window))
+            work = [(f"gap:{phase.id}:{window.start}", partial(self.generate, phase, window, events))
                     for phase, window in self.fillers(events)]
             if work:
                 await self.ctx.units(work)
