@@ -54,6 +54,10 @@ def test_an_outline_may_name_a_date_its_evidence_states_however_worded():
         undated_outline(SimpleNamespace(outline=fine, evidence=[1]), segment=seg, traces=pool)
     undated_outline(SimpleNamespace(outline="他星期天在日记里写了什么，3月9日要做什么", evidence=[2]), segment=seg,
                     traces=pool)
+    # the evidence's own month, written with a Chinese numeral (a 75-day run's plan was refused "七月" in July)
+    undated_outline(SimpleNamespace(outline="三月里他在日记里写了什么", evidence=[2]), segment=seg, traces=pool)
+    with pytest.raises(ValueError, match="outline: names"):
+        undated_outline(SimpleNamespace(outline="七月里他在日记里写了什么", evidence=[2]), segment=seg, traces=pool)
     for stray in ("What she found on Friday", "Ask about the talk on March 5", "What happened on March 1", "她3月12日做了什么"):
         with pytest.raises(ValueError, match="outline: names"):
             undated_outline(SimpleNamespace(outline=stray, evidence=[1, 2]), segment=seg, traces=pool)

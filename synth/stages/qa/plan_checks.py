@@ -101,7 +101,11 @@ def day_words(when: dt.datetime) -> list[str]:
     """How a text may name the day of a trace: its date, weekday and month, in both languages."""
     month = _MONTHS[when.month - 1]
     return [when.date().isoformat(), _EN_DAYS[when.weekday()], month, f"{month} {when.day}",
-            f"{when.month}月{when.day}日", f"{when.month}月", f"周{_ZH_DAYS[when.weekday()]}"]
+            f"{when.month}月{when.day}日", f"{when.month}月", f"{_ZH_MONTHS[when.month - 1]}月",
+            f"周{_ZH_DAYS[when.weekday()]}"]
+
+
+_ZH_MONTHS = ("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二")  # "七月" as well as "7月"
 
 
 def held_text(segment: Segment, chosen: Sequence[int], traces: Mapping[str, Trace]) -> str:
