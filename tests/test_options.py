@@ -326,3 +326,11 @@ def test_a_seed_touching_the_question_far_less_than_the_key_is_left_for_a_counte
     twice = OptionSeed(role="distractor", statements=["At the Lakeshore pitch Mark asked about billing rates."])
     assert seeds.fitting([once, twice], q, "Daniel Okafor", key) == [twice]
     assert seeds.fitting([once, twice], q, "Daniel Okafor") == [once, twice]  # without a key: one word is enough
+
+
+def test_a_distractor_seed_matches_a_six_statement_key():
+    """A key-blind renderer saw a true set of six statements against seeds of four: the sizes alone marked it."""
+    ev, seen, events = life()
+    key, found = seeds.select(item("factual", [0, 2, 4, 6, 8, 10], asked_day=99), ev, seen, events)
+    assert len(key.statements) == 6 and found
+    assert [len(s.statements) for s in found] == [6] * len(found)

@@ -11,7 +11,8 @@ from synth.llm.cache import content_hash
 from synth.quality.label_check import key_units
 from synth.records import QA, Event, Evidence, OptionSeed
 
-GROUP_MAX = 4  # a distractor seed holds as many statements as the key's, up to this many
+GROUP_MAX = 8  # a distractor seed holds as many statements as the key's, up to this many (a renderer noted a true
+# set of 6 against seeds of 4: the sizes alone marked it)
 DISTRACTORS = 3  # the A–D options besides the key (option E is fixed text)
 
 
@@ -148,8 +149,8 @@ def ranked(qa: QA, item: ItemView, found: list[Candidate]) -> list[Candidate]:
 
 
 def group(chosen: list[Candidate], size: int, count: int) -> list[OptionSeed]:
-    """`count` seeds of `size` statements each, one event per seed (a seed is one other stretch of this life):
-    candidates of one event stay together, the next events fill up; statements in time order."""
+    """At most `count` seeds of exactly `size` statements each, one event per seed (a seed is one other stretch of
+    this life): candidates of one event stay together, the next events fill up; statements in time order."""
     by_event: dict[str, list[Candidate]] = {}
     for c in chosen:
         by_event.setdefault(c.evidence.event_id, []).append(c)
@@ -163,6 +164,8 @@ def group(chosen: list[Candidate], size: int, count: int) -> list[OptionSeed]:
         parts = [x for x in by_event[c.evidence.event_id] if x.evidence.id not in used][:size]
         rest = [x for x in chosen if x.evidence.id not in used and x not in parts]
         parts += rest[: size - len(parts)]
+        if len(parts) < size:  # too few left: a written counter-seed of the key's size takes its place
+            break
         used.update(x.evidence.id for x in parts)
         parts.sort(key=lambda x: x.seen)
         seeds.append(OptionSeed(role="distractor", statements=[x.evidence.statement for x in parts],
