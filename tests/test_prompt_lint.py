@@ -388,6 +388,9 @@ def test_the_rules_a_capable_model_found_contradictory_say_what_is_meant():
     assert "do not contradict each other" not in seeds and "互不矛盾" not in seeds
     render_ = (prompts_dir() / "distractors_render.j2").read_text(encoding="utf-8")
     assert "within a few characters of each other" in render_ and "彼此相差不超过几个字" in render_
+    # a question that asks several things at once gets a clause for each in every option (a renderer found "one
+    # point per answer" against a four-part question)
+    assert "when it asks several things at once" in render_ and "如果问题一次问了几件事" in render_
     arcs = text("arcs_plan.j2", "en") + text("arcs_plan.j2", "zh")
     assert "already happened before" in arcs and "之前已经发生的事" in arcs
 
