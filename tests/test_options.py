@@ -266,6 +266,21 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
     assert "invented" not in render_prompt.lower() and "counter" not in render_prompt.lower()
     # the counter-seeds read like any other statement set
     assert re.search(r"Statement set \d:\n- Statement 90\.0", render_prompt)
+    # the counter-seed writer is never shown the key: sets written around the true one orbit it (a capable writer
+    # put its dates one day either side of the key's)
+    [seeds_prompt] = prompts_of(provider, "distractors_seeds")
+    assert all(ref.statement not in seeds_prompt for ref in qa.evidence)
+    assert "You are not told the true answer" in seeds_prompt
+
+
+def test_the_counter_seed_writer_sees_the_form_of_other_records_seen_by_the_question_time():
+    from synth.stages.options.render import form_examples
+
+    ev, seen, _ = life()
+    qa = item("causal", [8, 10], asked_day=62)
+    shown = form_examples(ev, seen, qa, {"v12"}, 3)
+    # the latest three seen by day 62 (events every 5 days), without the key's (8, 10) or a used seed's (12)
+    assert shown == ["S7: thing 7", "S9: thing 9", "S11: thing 11"]
 
 
 def test_unanswerable_items_keep_the_written_inventions(tmp_path):

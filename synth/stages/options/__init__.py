@@ -95,8 +95,10 @@ class Seeder:
             size = max(1, min(len(key.statements), seeds.GROUP_MAX))
             written = await self.ctx.ask(
                 "distractors_seeds", "distractors_seeds.j2",
-                render.counter_seed_variables(qa, self.ctx.persona, self.ctx.arcs, key, [*real, *state.written],
-                                              need, size), render.counter_seeds_model(need, size))
+                render.counter_seed_variables(
+                    qa, self.ctx.persona, self.ctx.arcs,
+                    render.form_examples(self.evidence, self.seen, qa, {i for s in real for i in s.evidence_ids}, 4),
+                    [*real, *state.written], need, size), render.counter_seeds_model(need, size))
             state.written += render.invented(written, need, size)
         return [key, *real, *state.written][: seeds.DISTRACTORS + 1]
 

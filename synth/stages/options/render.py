@@ -95,13 +95,25 @@ def copied_sentence(texts: list[str], traces: list[Trace], language: str) -> str
     return ""
 
 
-def counter_seed_variables(qa: QA, persona, arcs, key: OptionSeed, real: list[OptionSeed], need: int,
+def counter_seed_variables(qa: QA, persona, arcs, examples: list[str], real: list[OptionSeed], need: int,
                            size: int) -> dict:
-    """The counter-seed writer sees the item and its evidence (it must not write another right answer), the real
-    seeds chosen so far (not to repeat them), and how many seeds of how many statements to write."""
+    """The counter-seed writer sees the question, statements of the person's records from other moments (their form
+    only), the real seeds chosen so far (not to repeat them), and how many seeds of how many statements to write —
+    never the key: sets written around the true one orbit it (dates one day either side of its date, its details
+    swapped one at a time), which a reader finds as the options' centre. One that happens to be true is caught by
+    the verify judge."""
     return {"persona": persona, "arcs": arcs, "question_type": qa.question_type, "question": qa.question,
-            "question_time": qa.question_time.isoformat(timespec="minutes"), "key": key.statements,
+            "question_time": qa.question_time.isoformat(timespec="minutes"), "examples": examples,
             "others": [s.statements for s in real], "need": need, "size": size}
+
+
+def form_examples(evidence, seen: dict, qa: QA, used: set[str], count: int) -> list[str]:
+    """The `count` latest statements of the person's records seen by the question time that the item and its seeds
+    do not use, oldest first: what a statement of this life looks like, with nothing of the answer."""
+    own = {ref.evidence_id for ref in qa.evidence} | used
+    before = [e for e in evidence if e.id not in own and e.id in seen and seen[e.id] <= qa.question_time]
+    before.sort(key=lambda e: (seen[e.id], e.id))
+    return [e.statement for e in before[-count:]]
 
 
 def invented(written: CounterSeeds, need: int, size: int) -> list[OptionSeed]:
