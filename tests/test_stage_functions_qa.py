@@ -539,3 +539,31 @@ def test_a_multi_point_plan_whose_evidence_one_record_carries_is_gated_and_the_p
     factual = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, segment, "factual", {}, 5)
     assert "more than one record" not in "\n".join(m["content"] for m in render("qa_plan.j2", language="en",
                                                                                 **factual))
+
+
+def test_a_private_evidence_is_marked_and_the_friend_may_not_presuppose_it(tmp_path):
+    """A capable writer had to anchor a friend's question on a diary-private line the arc said she told no one."""
+    import dataclasses
+
+    from qa_world import build_persona_dir
+
+    from synth.config.prompts import render
+    from synth.core.jsonl import read_records
+    from synth.records import LifeArc
+    directory = build_persona_dir(tmp_path)
+    person = read_records(directory / "persona.jsonl", Persona)[0]
+    arc = read_records(directory / "arcs.jsonl", LifeArc)[0]
+    window = Window(index=0, start=dt.date(2022, 3, 1), end=dt.date(2022, 3, 10))
+    secret = dataclasses.replace(_carried(2, 4, ("t2",)), statement="SECRET-LINE", private=True)
+    segment = Segment(arc_id="arc1", window=window, new_ids=frozenset(), evidence=(_carried(1, 2, ("t1",)), secret))
+    assert [e["private"] for e in qa.evidence_entries(segment, None, {})] == [False, True]
+    plan = qa.Plan(question_type="factual", segment=segment.key, feasible=True, gate="", evidence=[1, 2], outline="o")
+    for language, mark, rule in (("en", "· private: SECRET-LINE", "never presupposes it"),
+                                 ("zh", "· 私密：SECRET-LINE", "不能以它为前提")):
+        variables = qa.write_variables({"persona": person, "arcs": [arc]}, arc, segment, plan,
+                                       qa.needed_traces(segment, [1, 2]), dt.datetime(2022, 3, 9, 20),
+                                       {t: trace(t, dt.datetime(2022, 3, 4, 10), [f"e{t[1]}"]) for t in ("t1", "t2")},
+                                       SECTIONS.prompts, 280)
+        prompt = "\n".join(m["content"] for m in render("qa_write.j2", language=language, **variables))
+        assert mark in prompt and rule in prompt
+        assert prompt.count("private" if language == "en" else "私密") >= 2

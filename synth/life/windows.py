@@ -23,6 +23,7 @@ class SegmentEvidence:
     trace_times: tuple[dt.datetime, ...]
     states: tuple[tuple[str, int], ...] = ()  # (arc id, anchor index) of the major event it happened under
     event_id: str = ""  # the event it belongs to: an event's evidence is shown together (a causal chain's steps)
+    private: bool = False  # kept to the person or someone close: a friend asking cannot presuppose it
 
     @property
     def newest_trace_time(self) -> dt.datetime:
@@ -87,7 +88,7 @@ def observable_evidence(evidence: Iterable[Evidence], traces: Iterable[Trace],
         out.append(SegmentEvidence(
             evidence_id=item.id, arc_ids=tuple(item.arc_ids), kind=item.kind, statement=item.statement,
             time=carried[0].time, trace_ids=tuple(t.id for t in carried), trace_times=tuple(t.time for t in carried),
-            states=(states or {}).get(item.event_id, ()), event_id=item.event_id,
+            states=(states or {}).get(item.event_id, ()), event_id=item.event_id, private=item.private,
         ))
     return sorted(out, key=lambda e: (e.time, e.evidence_id))
 

@@ -173,7 +173,7 @@ def evidence_entries(segment: Segment, chosen: list[int] | None, traces: dict[st
             "index": number, "date": item.time.date().isoformat(), "kind": item.kind, "statement": item.statement,
             "recent": item.evidence_id in segment.new_ids,
             "media": sorted({traces[t].medium for t in item.trace_ids if t in traces}),
-            "records": sorted(numbers[t] for t in item.trace_ids),
+            "records": sorted(numbers[t] for t in item.trace_ids), "private": item.private,
         })
     return out
 
