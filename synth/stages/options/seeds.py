@@ -81,8 +81,12 @@ class SeedRule:
     tiers: tuple[tuple[Rule, ...], ...]
 
 
-def _tiers(*tiers: tuple[Rule, ...]) -> tuple[tuple[Rule, ...], ...]:
-    return (*tiers, (_any,))  # last resort: any other evidence of this life before the question
+def _tiers(*tiers: tuple[Rule, ...], anywhere: bool = True) -> tuple[tuple[Rule, ...], ...]:
+    """The tiers, then (`anywhere`) any other evidence of this life before the question as a last resort. A type
+    whose options must stay on the item's arc or people has no last resort: a seed from another matter does not
+    answer its question (a capable renderer got a money saga's options from a heart scare), and a counter-seed
+    written for the question takes its place."""
+    return (*tiers, (_any,)) if anywhere else tiers
 
 
 # Keyed by question type: one place, so a question-type registry can take each row as its own spec's field.
@@ -90,11 +94,11 @@ def _tiers(*tiers: tuple[Rule, ...]) -> tuple[tuple[Rule, ...], ...]:
 # profile_style: the 2×2; relation_*: the variant set's references).
 SEED_RULES: dict[str, SeedRule] = {
     "factual": SeedRule("the same people in other events (then the same arc, other events)",
-                        _tiers((_same_people,), (_same_arc,))),
+                        _tiers((_same_people,), (_same_arc,), anywhere=False)),
     "written_spoken": SeedRule("the same people in other events (then the same arc, other events)",
-                               _tiers((_same_people,), (_same_arc,))),
-    "comparison": SeedRule("the same arc at another time", _tiers((_same_arc, _outside_window), (_same_arc,))),
-    "trajectory": SeedRule("the same arc at another time", _tiers((_same_arc, _outside_window), (_same_arc,))),
+                               _tiers((_same_people,), (_same_arc,), anywhere=False)),
+    "comparison": SeedRule("the same arc at another time", _tiers((_same_arc, _outside_window), (_same_arc,), anywhere=False)),
+    "trajectory": SeedRule("the same arc at another time", _tiers((_same_arc, _outside_window), (_same_arc,), anywhere=False)),
     "inference": SeedRule("other arcs in the same window", _tiers((_other_arc, _in_window), (_other_arc,))),
     "pattern": SeedRule("other arcs in the same window", _tiers((_other_arc, _in_window), (_other_arc,))),
     "causal": SeedRule("real events before the effect that did not cause it (same arc first, then others)",
@@ -142,10 +146,12 @@ def ranked(qa: QA, item: ItemView, found: list[Candidate]) -> list[Candidate]:
     """Candidates by the type's tiers (first matching tier first), within a tier in an order drawn from the item."""
     rule = SEED_RULES[qa.question_type]
 
-    def tier(c: Candidate) -> int:
-        return next(n for n, preds in enumerate(rule.tiers) if all(p(item, c) for p in preds))
+    def tier(c: Candidate) -> int | None:
+        return next((n for n, preds in enumerate(rule.tiers) if all(p(item, c) for p in preds)), None)
 
-    return sorted(found, key=lambda c: (tier(c), content_hash([qa.id, c.evidence.id])))
+    tiers = {c.evidence.id: tier(c) for c in found}
+    return sorted((c for c in found if tiers[c.evidence.id] is not None),
+                  key=lambda c: (tiers[c.evidence.id], content_hash([qa.id, c.evidence.id])))
 
 
 def group(chosen: list[Candidate], size: int, count: int) -> list[OptionSeed]:
