@@ -206,3 +206,24 @@ def test_the_dry_runs_trace_plans_keep_private_evidence_out_of_public_media(lang
         broken += bool(traces.plan_privacy_problems([SimpleNamespace(**p) for p in plain], frozenset({2}),
                                                     frozenset({"social_post"})))
     assert broken > 5, "the plain fake breaks the rule often: the test would not see a dry run that stopped fixing it"
+
+
+def test_the_dry_runs_open_question_judge_says_yes_at_the_measured_rate():
+    """The plain fake's judge matched three questions in four, so the dry run priced a rewrite for most questions; a
+    capable model's matched 5 of 18 in `synth qa`."""
+    from pydantic import create_model
+
+    from synth.pipeline.dryrun_fake import TRUE_RATES, DryRunFake
+
+    verdict = create_model("OpenMatch", matches=(bool, ...), reason=(str, ...))
+    fake = DryRunFake({}, 0, 0, 100)
+
+    def share(task: str) -> float:
+        said = [json.loads(asyncio.run(fake.complete(LLMRequest(
+            task=task, messages=[{"role": "user", "content": f"question {n}"}],
+            json_schema=verdict.model_json_schema()), "fake")).text)["matches"] for n in range(400)]
+        return sum(said) / len(said)
+
+    assert abs(share("qa_open_judge") - TRUE_RATES[("qa_open_judge", "matches")]) < 0.08
+    assert abs(share("filter_open_judge") - TRUE_RATES[("filter_open_judge", "matches")]) < 0.06
+    assert share("distractors_verify") > 0.6  # other tasks keep the plain fake's draw
