@@ -281,9 +281,10 @@ def test_the_counter_seed_writer_sees_the_form_of_other_records_seen_by_the_ques
 
     ev, seen, _ = life()
     qa = item("causal", [8, 10], asked_day=62)
-    shown = form_examples(ev, seen, qa, {"v12"}, 3)
-    # the latest three seen by day 62 (events every 5 days), without the key's (8, 10) or a used seed's (12)
-    assert shown == ["S7: thing 7", "S9: thing 9", "S11: thing 11"]
+    shown = form_examples(ev, seen, qa, {"v11"}, 3)
+    # the latest three seen by day 62 (events every 5 days) of the other arc (B: odd events), without a used
+    # seed's (11): nothing of the item's own arc A, which may state the answer
+    assert shown == ["S5: thing 5", "S7: thing 7", "S9: thing 9"]
 
 
 def test_unanswerable_items_keep_the_written_inventions(tmp_path):

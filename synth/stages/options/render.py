@@ -109,9 +109,12 @@ def counter_seed_variables(qa: QA, persona, arcs, examples: list[str], real: lis
 
 def form_examples(evidence, seen: dict, qa: QA, used: set[str], count: int) -> list[str]:
     """The `count` latest statements of the person's records seen by the question time that the item and its seeds
-    do not use, oldest first: what a statement of this life looks like, with nothing of the answer."""
+    do not use, from other arcs and events than the item's, oldest first: what a statement of this life looks like,
+    with nothing of the answer (an option writer found the answer among examples taken from the item's own arc)."""
     own = {ref.evidence_id for ref in qa.evidence} | used
-    before = [e for e in evidence if e.id not in own and e.id in seen and seen[e.id] <= qa.question_time]
+    events = {e.event_id for e in evidence if e.id in own}
+    before = [e for e in evidence if e.id not in own and e.id in seen and seen[e.id] <= qa.question_time
+              and qa.arc_id not in e.arc_ids and e.event_id not in events]
     before.sort(key=lambda e: (seen[e.id], e.id))
     return [e.statement for e in before[-count:]]
 
