@@ -291,3 +291,44 @@ def test_the_last_event_does_not_move_back_so_far_that_the_end_of_the_timeline_o
     fixed = close_gaps(events, phases, START, end, 8)
     assert (end - fixed[-1].time.date()).days <= 8, "the end stays closed"
     assert open_gaps([e.time.date() for e in fixed], START, end, 8) == []
+
+
+def test_a_stretch_still_open_after_a_filler_round_gets_another(tmp_path, monkeypatch):
+    """A 270M model's tiny run ended with 20 days without a trace: the stretch its filler was planned for had moved
+    by the time the filler's events were re-dated. What is still open after a round gets a filler of its own."""
+    from synth.stages import events as events_stage
+
+    d = tmp_path / "p01_maya"
+    _, majors = phase_inputs(d)
+    whole = majors[0].model_copy(update={"start": START, "end": END})
+    write_atomic(d / "major_events.jsonl", [whole])
+    write_atomic(d / "phases.jsonl", [Phase(id="ph0", persona_id="p01_maya", major_event_id=whole.id, index=0,
+                                            title="t", description="d", start=START, end=END, snapshot_before=SNAP,
+                                            snapshot_after=SNAP, arc_states=whole.arc_states)])
+    write_atomic(d / "phase_people.jsonl", [])
+    draft = lambda n: {"title": f"e{n}", "description": "d", "location": "home", "day": 0, "hour": 9,  # noqa: E731
+                       "minute": n, "participants": [],
+                       "evidence": [{"kind": "fact", "statement": "s", "arcs": ["Arc 0"], "private": False}] * 2}
+    def answer(request) -> dict:  # as many events as the request's schema asks for, all on its first day
+        return {"events": [draft(n) for n in range(request.json_schema["properties"]["events"]["minItems"])]}
+
+    real = events_stage.EventsRun.fillers
+    calls = []
+
+    def short_first(self, events):  # the first round sees only the first week of the open stretch
+        found = real(self, events)
+        calls.append(len(found))
+        if len(calls) == 1:
+            return [(phase, window.model_copy(update={"end": window.start + dt.timedelta(days=6)}))
+                    for phase, window in found]
+        return found
+
+    monkeypatch.setattr(events_stage.EventsRun, "fillers", short_first)
+    config = tmp_path / "c.toml"
+    config.write_text("[events]\nevents_per_week = 0.34\nmin_events = 2\nmax_events = 8\nmax_gap_days = 6\n"
+                      "gap_room_days = 1\n")
+    fake = run_stage(tmp_path, "events", config=config, replies={"events": answer})
+    assert len(fake.seen) >= 3 and calls[1] > 0  # a second round was asked for what stayed open
+    events = read_records(d / "events.jsonl", Event)
+    assert len({e.id for e in events}) == len(events)  # the rounds' events have ids of their own
+    assert open_gaps([e.time.date() for e in events], START, END, 5) == []

@@ -290,7 +290,9 @@ class ArcsRun:
         seeds = self.seeds()
         model = arc_answer(tuple(seed_labels(seeds, self.ctx.language)), self.per_dimension, self.states)
         variables = arc_plan_variables(self.persona, seeds, self.per_dimension, self.states)
-        estimate = 3 * self.per_dimension * (150 + 120 * self.states)
+        # a state is a label, a description, a trigger and two or three cues: ~180 tokens (a 270M model echoing the
+        # trigger rule overflowed 120 a state and its plan was cut mid-list)
+        estimate = 3 * self.per_dimension * (200 + 180 * self.states)
         answer = await self.ctx.ask("arcs", "arcs_plan.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, estimate))
         return {"arcs.jsonl": build_arcs(self.persona, seeds, answer)}

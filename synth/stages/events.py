@@ -100,6 +100,9 @@ def build_events(persona: Persona, phase: Phase, people: dict[str, str], arcs: d
     return {"events.jsonl": events, "evidence.jsonl": evidence, "people.jsonl": added}
 
 
+FILL_ROUNDS = 3  # filler rounds at most: the first covers every stretch; later ones only what is still open
+
+
 def spread_days(answer: BaseModel, days: int) -> BaseModel:
     """The answer's events (in their time order) moved to days spread evenly over `days`: the k-th of n on day
     (2k + 1)·days / 2n, so no stretch between them is longer than days / n."""
@@ -252,7 +255,8 @@ class EventsRun:
         return bounded_registry(self.people, phase.start, self.section.registry_days, self.section.registry_tokens,
                                 texts=texts)
 
-    async def generate(self, phase: Phase, fill: Phase | None = None, written: Sequence[Event] = ()) -> Records:
+    async def generate(self, phase: Phase, fill: Phase | None = None, written: Sequence[Event] = (),
+                       round_: int = 0) -> Records:
         """A phase's events; with `fill` (a window of days of the phase that no event could be moved into), the
         small everyday events that fill it, one per `max_gap_days - gap_room_days` days, shown inside the phase's
         major event with the phase's events already `written`."""
@@ -261,7 +265,7 @@ class EventsRun:
         if fill is not None:
             quota = EventQuota(min(self.section.max_events, -(-phase_days(fill) // (self.limit + 1))), 1,
                                max(1, min(2, self.section.min_evidence)))
-            window, key, small = fill, f"gap-{fill.start}", True
+            window, key, small = fill, f"gap-{fill.start}" + (f"-{round_}" if round_ else ""), True
         people = registry_labels(self.shown_people(phase), phase) or relation_labels(self.persona)
         model = events_answer(phase_days(window), tuple(people), tuple(self.arc_ids), quota.count,
                               quota.min_evidence, quota.max_evidence, 0 if small else 1, self.section.new_people)
@@ -312,12 +316,14 @@ class EventsRun:
         moved into gets everyday events of its own (`[events] fill_gaps`), and everything is re-dated once more."""
         await self.ctx.units([(phase.id, partial(self.generate, phase)) for phase in self.ctx.phases])
         events, added = self.dated()
-        if self.section.fill_gaps:
-            work = [(f"gap:{phase.id}:{window.start}", partial(self.generate, phase, window, events))
-                    for phase, window in self.fillers(events)]
-            if work:
-                await self.ctx.units(work)
-                events, added = self.dated()
+        for round_ in range(FILL_ROUNDS if self.section.fill_gaps else 0):
+            # a stretch still open after a round (its filler's events re-dated elsewhere, or none kept) gets another
+            work = [(f"gap:{phase.id}:{window.start}" + (f":{round_}" if round_ else ""),
+                     partial(self.generate, phase, window, events, round_)) for phase, window in self.fillers(events)]
+            if not work:
+                break
+            await self.ctx.units(work)
+            events, added = self.dated()
         done = self.ctx.collected()
         return {"events.jsonl": events, "evidence.jsonl": done["evidence.jsonl"], "people.jsonl": [*self.people, *added]}
 
