@@ -120,10 +120,8 @@ def test_the_events_stage_redates_a_scripted_timeline_and_validate_reports_a_rem
     assert "trace_gaps" not in _run(d)[1], "the limit is the dataset's recorded one"
 
 
-def test_a_stretch_no_event_can_reach_is_filled_with_everyday_events(tmp_path):
-    """One phase over the whole timeline whose model put both its events on its first morning: re-dating moves the
-    second to Jan 7 and no further (the stretch behind it), so the days from Jan 8 get everyday events of their own
-    (one call), spread evenly over the stretch, then everything is re-dated again."""
+def one_phase_life(tmp_path):
+    """p01_maya's directory with one major event and one phase over the whole timeline, no registry yet."""
     d = tmp_path / "p01_maya"
     _, majors = phase_inputs(d)
     whole = majors[0].model_copy(update={"start": START, "end": END})
@@ -132,6 +130,14 @@ def test_a_stretch_no_event_can_reach_is_filled_with_everyday_events(tmp_path):
                                             title="t", description="d", start=START, end=END, snapshot_before=SNAP,
                                             snapshot_after=SNAP, arc_states=whole.arc_states)])
     write_atomic(d / "phase_people.jsonl", [])
+    return d
+
+
+def test_a_stretch_no_event_can_reach_is_filled_with_everyday_events(tmp_path):
+    """One phase over the whole timeline whose model put both its events on its first morning: re-dating moves the
+    second to Jan 7 and no further (the stretch behind it), so the days from Jan 8 get everyday events of their own
+    (one call), spread evenly over the stretch, then everything is re-dated again."""
+    d = one_phase_life(tmp_path)
     draft = lambda n, day: {"title": f"e{n}", "description": "d", "location": "home", "day": day, "hour": 9,  # noqa: E731
                             "minute": n, "participants": [],
                             "evidence": [{"kind": "fact", "statement": "s", "arcs": [], "private": False}]}
@@ -298,14 +304,7 @@ def test_a_stretch_still_open_after_a_filler_round_gets_another(tmp_path, monkey
     by the time the filler's events were re-dated. What is still open after a round gets a filler of its own."""
     from synth.stages import events as events_stage
 
-    d = tmp_path / "p01_maya"
-    _, majors = phase_inputs(d)
-    whole = majors[0].model_copy(update={"start": START, "end": END})
-    write_atomic(d / "major_events.jsonl", [whole])
-    write_atomic(d / "phases.jsonl", [Phase(id="ph0", persona_id="p01_maya", major_event_id=whole.id, index=0,
-                                            title="t", description="d", start=START, end=END, snapshot_before=SNAP,
-                                            snapshot_after=SNAP, arc_states=whole.arc_states)])
-    write_atomic(d / "phase_people.jsonl", [])
+    d = one_phase_life(tmp_path)
     draft = lambda n: {"title": f"e{n}", "description": "d", "location": "home", "day": 0, "hour": 9,  # noqa: E731
                        "minute": n, "participants": [],
                        "evidence": [{"kind": "fact", "statement": "s", "arcs": ["Arc 0"], "private": False}] * 2}
