@@ -346,6 +346,15 @@ def test_a_medium_hint_follows_a_post_the_evidence_names_and_the_mix_follows_the
     plain = [posted[0].model_copy(update={"statement": "她把奖状贴在了冰箱上。"})]
     assert traces_stage.plan_variables({}, event, plain, 1, weights, 48, posted=section.posted)["suggested"] == \
         ["diary"]
+    # a private line the evidence says was written in a build log: a note, not the email the draw would give
+    mailed = {"email": 1e9, "note": 1e-9, "diary": 1e-9}
+    logged = [posted[0].model_copy(update={"statement": "He wrote in his synth build log: 'the first one in ages "
+                                                          "where I didn't check my pulse'.", "private": True})]
+    assert traces_stage.plan_variables({}, event, logged, 1, mailed, 48, posted=section.posted)["suggested"] == \
+        ["note"]
+    unsaid = [logged[0].model_copy(update={"statement": "He didn't check his pulse once all evening."})]
+    assert traces_stage.plan_variables({}, event, unsaid, 1, mailed, 48, posted=section.posted)["suggested"] == \
+        ["email"]
     assert "work_chat" in media_weights(section, "zh", "一家物流公司的调度员")
     assert "work_chat" not in media_weights(section, "zh", "成都一所大学的社会学研究生")
     assert "work_chat" not in media_weights(section, "zh", "退休中学教师")

@@ -119,8 +119,9 @@ class TracesSettings(Section):
                                  "holiday without a colleague, and out of the mix of a persona without a workplace")
     no_workplace_words: list[str] = knob("words of an occupation without a workplace chat (a student, a retiree): "
                                          "such a persona's media mix has no work medium")
-    posted: dict[str, list[str]] = knob("medium -> words by which an evidence says it is itself a post there "
-                                        "(\"发了一条朋友圈\"): its trace is hinted to that medium, not to a diary")
+    posted: dict[str, list[str]] = knob("medium -> words by which an evidence says where it was itself written "
+                                        "(\"发了一条朋友圈\", \"wrote in his build log\"): its trace is hinted to "
+                                        "that medium, not to one it was never written in")
     leak_overlap: float = knob("share of a private statement's distinctive terms in a public trace that reveals it",
                                gt=0, le=1)
     leak_min_matches: int = knob("... and at least this many of them (English words, Chinese character bigrams)",
