@@ -34,7 +34,7 @@ EVENT_VIEW = {"id": "m", "title": "New ward", "description": "moves ward", "star
               "states": [{"arc": "Trust", "index": 0, "label": "guarded", "description": "d"}]}
 STATE = {"label": "guarded", "description": "keeps to herself", "trigger": "a betrayal", "cues": ["short replies"]}
 OPEN = {"label": "opening up", "description": "lets Sam in", "trigger": "Sam stays", "cues": ["asks for help"]}
-MOVES = [{"arc": "Trust", "index": 0, "state": STATE, "reaches": [{"index": 1, "state": OPEN}]}]
+MOVES = [{"arc": "Trust", "index": 0, "state": STATE, "reaches": [{"index": 1, "state": OPEN, "absent_days": []}]}]
 NEWCOMER = {"kind": "person", "name": "Dr Okafor", "relation": "the ward's consultant", "description": "brisk, fair"}
 HOLIDAYS = [{"date": "2022-01-03", "name": "New Year Holiday"}]
 DETAILED = {"id": "e", "title": "Handover", "description": "d", "location": "ward", "time": "2022-01-04T08:00:00"}

@@ -74,7 +74,7 @@ EVENT_VIEW = {"id": "m", "title": "升职", "description": "她升任销售总�
               "states": [{"arc": "带新团队", "index": 0, "label": "状态一", "description": "刚开始。"}]}
 STATE = {"label": "观望", "description": "她先看看团队。", "trigger": "接手团队。", "cues": ["话少"]}
 OPEN = {"label": "放手", "description": "她开始放权。", "trigger": "陈露顶住了一个大单。", "cues": ["夸人"]}
-MOVES = [{"arc": "带新团队", "index": 0, "state": STATE, "reaches": [{"index": 1, "state": OPEN}]}]
+MOVES = [{"arc": "带新团队", "index": 0, "state": STATE, "reaches": [{"index": 1, "state": OPEN, "absent_days": []}]}]
 NEWCOMER = {"kind": "person", "name": "王总", "relation": "新上司", "description": "说话干脆。"}
 HOLIDAYS = [{"date": "2023-01-22", "name": "春节"}]
 DETAILED = {"id": "e", "title": "第一次周会", "description": "她主持了第一次周会。", "location": "公司会议室",

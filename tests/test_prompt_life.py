@@ -122,7 +122,7 @@ def test_a_state_the_person_is_in_shows_no_trigger_and_state_0_is_caused_before_
     for language in ("en", "zh"):
         moves = [{**m, "state": {**m["state"], "trigger": "FUTURE-TRIP-HOME"}} for m in MOVES]
         assert "FUTURE-TRIP-HOME" not in text("phases_init.j2", language, moves=moves)
-        reached = [{**moves[0], "reaches": [{"index": 1, "state": {**moves[0]["state"],
+        reached = [{**moves[0], "reaches": [{"index": 1, "absent_days": [], "state": {**moves[0]["state"],
                                                                   "trigger": "THE-NEXT-TRIGGER"}}]}]
         assert "THE-NEXT-TRIGGER" in text("phases_generate.j2", language, moves=reached), "a state to reach keeps it"
     assert "never an event of the timeline itself" in text("arcs_plan.j2", "en")
@@ -135,7 +135,7 @@ def test_one_event_need_not_hold_both_a_states_trigger_and_its_weekly_cues(langu
     cannot hold both; the cues may show in a later event."""
     from template_cases_zh import MOVES
 
-    reached = [{**MOVES[0], "reaches": [{"index": 1, "state": MOVES[0]["state"]}]}]
+    reached = [{**MOVES[0], "reaches": [{"index": 1, "state": MOVES[0]["state"], "absent_days": []}]}]
     body = text("events_generate.j2", language, moves=reached, count=2)
     assert ("in that event or in a later event" in body) if language == "en" else ("这个事件或本阶段之后的事件" in body)
 

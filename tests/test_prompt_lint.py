@@ -177,6 +177,33 @@ def test_transitions_spread_over_the_phases_of_an_event():
     assert phases_stage.states_after(first, target, 1, 2) == target
 
 
+def test_a_cue_on_a_weekday_the_phase_lacks_is_marked_for_the_writer():
+    """"Tells his mother the news on their Sunday call" reached in a phase of a Wednesday and a Thursday."""
+    from synth.records import LifeArc
+    from synth.stages.common import arc_moves
+
+    state = {"label": "l", "description": "d", "trigger": "t"}
+    arc = LifeArc(id="a", persona_id="p", dimension="experience", title="Heart", description="d", anchor_states=[
+        {**state, "cues": ["checks his pulse"]},
+        {**state, "cues": ["tells his mother the news on their Sunday call", "每周六去爬山"]}])
+    wed, thu = dt.date(2022, 2, 2), dt.date(2022, 2, 3)
+    (move,) = arc_moves([arc], {}, {"a": 1}, (wed, thu))
+    assert move["reaches"][0]["absent_days"] == [5, 6]
+    (week,) = arc_moves([arc], {}, {"a": 1}, (wed, wed + dt.timedelta(days=6)))
+    assert week["reaches"][0]["absent_days"] == []
+    body = text("phases_generate.j2", "en", moves=[move])
+    assert "this phase has no Saturday or Sunday" in body
+    assert "这个阶段里没有周六、周日" in text("phases_generate.j2", "zh", moves=[move])
+    assert "this phase has no" not in text("phases_generate.j2", "en", moves=[week])
+
+
+@pytest.mark.parametrize("name", ["phases_generate.j2", "events_generate.j2"])
+def test_more_newcomers_than_the_cap_have_a_rule(name):
+    """"Two members invite him" with new_people at most 1: the prompt says who is named and who is not."""
+    assert 'call the others by their role, "another regular"' in text(name, "en", newcomers=1)
+    assert "其余的按身份称呼" in text(name, "zh", newcomers=1)
+
+
 def test_a_phase_that_reaches_no_state_is_not_asked_for_change():
     still = [{**m, "reaches": []} for m in zh_case.MOVES]
     body = text("phases_generate.j2", "en", moves=[{**m, "reaches": []} for m in en_case.VARIABLES["phases_generate.j2"]["moves"]])

@@ -139,3 +139,20 @@ def holidays_between(country: str, language: str, start: object, end: object, wo
                  "workday": True} for day, festival in working.items() if first <= day <= last and day not in table]
         out.sort(key=lambda h: h["date"])
     return out
+
+
+_EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_EN_WEEKDAY = re.compile(r"\b(" + "|".join(_EN_WEEKDAYS) + r")s?\b", re.IGNORECASE)
+_ZH_WEEKDAY = re.compile(r"(?:星期|礼拜|周)([一二三四五六日天])")
+
+
+def weekdays_named(text: str) -> set[int]:
+    """The weekdays (Monday 0 … Sunday 6) a text names: "on their Sunday call", "Fridays", "每周六", "礼拜天"."""
+    named = {_EN_WEEKDAYS.index(m.group(1).lower()) for m in _EN_WEEKDAY.finditer(text)}
+    return named | {"一二三四五六日".index("日" if m.group(1) == "天" else m.group(1))
+                    for m in _ZH_WEEKDAY.finditer(text)}
+
+
+def weekdays_between(first: dt.date, last: dt.date) -> set[int]:
+    """The weekdays the days from `first` to `last` (inclusive) fall on."""
+    return {(first + dt.timedelta(days=n)).weekday() for n in range(min(7, (last - first).days + 1))}

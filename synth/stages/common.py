@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel
 
 from synth.config.settings import PromptsSettings, TracesSettings
+from synth.core.calendar import weekdays_between, weekdays_named
 from synth.engine.stage import StageContext
 from synth.quality.label_check import key_units
 from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Trace, mint_id
@@ -166,18 +167,25 @@ def event_view(event: MajorEvent, arcs: list[LifeArc]) -> dict:
     return {**event.model_dump(mode="json"), "states": states}
 
 
-def arc_moves(arcs: list[LifeArc], before: dict[str, int], after: dict[str, int]) -> list[dict]:
+def arc_moves(arcs: list[LifeArc], before: dict[str, int], after: dict[str, int],
+              days: tuple[dt.date, dt.date] | None = None) -> list[dict]:
     """Per arc, as the phase prompts show it: the state it is in (with trigger and cues) and every state this
-    phase brings about — never a state beyond the phase's end."""
+    phase brings about — never a state beyond the phase's end. With the phase's first and last day (`days`), each
+    state reached is marked with the weekdays its cues name that the phase has no day on (`absent_days`, Monday 0
+    … Sunday 6): a capable writer met "tells his mother on their Sunday call" in a phase of a Wednesday and a
+    Thursday."""
     labels = {view["id"]: view["label"] for view in arc_views(arcs)}
+    present = weekdays_between(*days) if days else set(range(7))
     out = []
     for arc in arcs:
         top = len(arc.anchor_states) - 1
         now = min(before.get(arc.id, 0), top)
         then = min(max(after.get(arc.id, now), now), top)
+        reaches = [arc.anchor_states[i] for i in range(now + 1, then + 1)]
         out.append({"arc": labels[arc.id], "index": now, "state": arc.anchor_states[now].model_dump(mode="json"),
-                    "reaches": [{"index": i, "state": arc.anchor_states[i].model_dump(mode="json")}
-                                for i in range(now + 1, then + 1)]})
+                    "reaches": [{"index": i, "state": s.model_dump(mode="json"),
+                                 "absent_days": sorted(weekdays_named(" ".join(s.cues)) - present)}
+                                for i, s in enumerate(reaches, start=now + 1)]})
     return out
 
 

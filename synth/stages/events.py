@@ -236,7 +236,8 @@ class EventsRun:
         before = state_map(self.phases[at - 1].arc_states) if at else {}
         recent = self.phases[max(0, at - self.section.recent_phases):at]
         introduced = [p.model_dump(mode="json") for p in self.shown(phase, recent)]
-        return {"moves": arc_moves(self.arcs, before, state_map(phase.arc_states)), "introduced": introduced,
+        return {"moves": arc_moves(self.arcs, before, state_map(phase.arc_states), (phase.start, phase.end)),
+                "introduced": introduced,
                 "recent": [p.model_dump(mode="json", include={"title", "description", "start", "end"})
                            for p in recent],
                 "holidays": holidays_between(self.country, self.ctx.language, phase.start, phase.end, workdays=True)}
