@@ -178,9 +178,9 @@ class ByRule:
             return {f"option_{n}": f"Round {self.renders}, honestly it came down to this: "
                     + " and ".join(line[2:] for line in body.strip().splitlines()) + "." for n, body in sets}
         if request.task == "distractors_seeds":
-            need = int(re.search(r"Write (\d) statement sets", prompt).group(1))
-            return {"seeds": [{"statements": [f"Statement 9{k}.0: he did another thing {k} and felt {k}"]}
-                              for k in range(need)]}
+            need, size = map(int, re.search(r"Write (\d) statement sets? of (\d)", prompt).groups())
+            return {"seeds": [{"statements": [f"Statement 9{k}.{n}: he did another thing {k} and felt {n}"
+                                              for n in range(size)]} for k in range(need)]}
         shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCD"}}
         key = next(c for c, text in shown.items() if KEY_MARK in text)
         if request.task == "distractors_validate":
@@ -363,3 +363,99 @@ def test_a_type_kept_to_its_arc_takes_no_seed_from_another_matter(question_type,
     are another matter."""
     _, picked = chosen(question_type, [0, 2], asked_day=22)
     assert (1 in picked) is other_arc and (not picked) is (not other_arc)
+
+
+# ------------------------------------------------------------------------------------- a multi-point item's 2×2
+
+def test_a_key_over_two_records_is_cut_between_them_and_crossed_with_one_seed():
+    """A capable judge answered comparison and trajectory items from their newest record alone: each distractor
+    differed from the key in every point. Crossed, one record of the key leaves two options standing."""
+    ev, seen, _ = life()
+    qa = item("comparison", [8, 10])
+    assert seeds.cut(qa, seen) == 0  # one record carries both points: nothing to cross
+    split = qa.model_copy(update={"evidence": [r.model_copy(update={"digital_trace_ids": [f"t{n}"]})
+                                               for n, r in enumerate(qa.evidence)]})
+    assert seeds.cut(split, seen) == 1
+    shared = [r.model_copy(update={"digital_trace_ids": ["t0", "t1"] if n else ["t0"]})
+              for n, r in enumerate(qa.evidence)]
+    assert seeds.cut(qa.model_copy(update={"evidence": shared}), seen) == 0  # the later record holds both
+    key = seeds.key_seed(split, seen)
+    other = OptionSeed(role="distractor", statements=["S2: thing 2", "S4: thing 4"], evidence_ids=["v2", "v4"])
+    options = seeds.cross(key, other, 1)
+    assert options[0] == key and options[3] == other
+    assert [o.statements for o in options[1:3]] == [["S8: thing 8", "S4: thing 4"], ["S2: thing 2", "S10: thing 10"]]
+    assert [o.crossed for o in options] == [False, True, True, False]
+    assert options[1].evidence_ids == ["v8", "v4"] and all(o.role == "distractor" for o in options[1:])
+    for statement in [*key.statements, *other.statements]:  # every half stands in exactly two options
+        assert sum(statement in o.statements for o in options) == 2
+    written = other.model_copy(update={"evidence_ids": [], "invented": True})
+    assert seeds.cross(key, written, 1)[1].evidence_ids == ["v8"] and seeds.cross(key, written, 1)[1].invented
+
+
+class Crossing(ByRule):
+    """ByRule for a two-statement key: the key is the option holding both; the first verify finds a crossed
+    option (one of the two only) also true when `crossed_true`."""
+
+    def __init__(self, marks: tuple[str, str], crossed_true: bool = False) -> None:
+        super().__init__(key_picks=0)
+        self.marks, self.crossed_true = marks, crossed_true
+
+    def reply(self, request: LLMRequest) -> dict:
+        if request.task in ("distractors_render", "distractors_seeds"):
+            return super().reply(request)
+        prompt = request.messages[-1]["content"]
+        shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCD"}}
+        key = next(c for c, text in shown.items() if all(m in text for m in self.marks))
+        if request.task == "distractors_validate":
+            return {"choice": next(c for c in "ABCD" if c != key), "needs_memory": True, "reason": "no cue"}
+        holds = self.crossed_true and sum(r.task == "distractors_verify" for r in self.seen) == 1
+        half = [c for c, text in shown.items() if c != key and self.marks[0] in text][:1] if holds else []
+        return {"key_supported": True, "others_ruled_out": not holds, "question_favours_option": False,
+                "notes": [{"option": c, "problem": "ALSO-TRUE"} for c in half], "reason": "checked"}
+
+
+def two_record_qa(world: QAWorld, question_type: str = "comparison") -> QA:
+    """The hand item over two evidence of one arc, in two events whose records share none."""
+    from synth.core.jsonl import write_atomic
+    from synth.records import mint_id
+
+    traces, evidence = world.traces(), world.read("evidence.jsonl", Evidence)
+    asked = dt.datetime(2022, 3, 1, 20)
+
+    def carrying(e: Evidence) -> list[str]:
+        return [t.id for t in traces.values() if e.id in t.evidence_ids]
+
+    first = evidence[0]
+    later = next(e for e in evidence if e.event_id != first.event_id and first.arc_ids[0] in e.arc_ids
+                 and not set(carrying(e)) & set(carrying(first)) and all(traces[t].time < asked for t in carrying(e)))
+    refs = [EvidenceRef(statement=e.statement, evidence_id=e.id, digital_trace_ids=carrying(e)) for e in (first, later)]
+    qa = QA(id=mint_id(PID, "qa", question_type), persona_id=PID, question_type=question_type, dimension="emotion",
+            arc_id=first.arc_ids[0], question_time=asked, question="Lin, which thing changed how you felt back then?",
+            answer=ANSWER, evidence=refs, digital_trace_ids=[*carrying(first), *carrying(later)],
+            window_end=dt.date(2022, 3, 1))
+    write_atomic(world.dir / "qa.jsonl", [qa])
+    return qa
+
+
+def test_a_comparison_over_two_records_gets_the_2x2_and_loses_it_when_half_answers(tmp_path):
+    world = QAWorld(tmp_path / "out", model=None)
+    qa = two_record_qa(world)
+    marks = tuple(r.statement.split(":")[0] for r in qa.evidence)
+    provider = Crossing(marks)
+    world = QAWorld(tmp_path / "out", model=provider.model())
+    world.run("distractors")
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert len(mcq.refinement) == 1 and sorted(s.crossed for s in mcq.option_seeds) == [False, False, True, True]
+    statements = [line for s in mcq.option_seeds for line in s.statements]
+    assert all(statements.count(line) == 2 for line in statements)
+    key = next(s for s in mcq.option_seeds if s.role == "key")
+    assert key.choice_id == mcq.correct_choice_id and [r.statement for r in qa.evidence] == key.statements
+
+    provider = Crossing(marks, crossed_true=True)
+    world = QAWorld(tmp_path / "again", model=provider.model())
+    two_record_qa(world)
+    world.run("distractors")
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert len(mcq.refinement) == 2 and not any(s.crossed for s in mcq.option_seeds)
+    statements = [line for s in mcq.option_seeds for line in s.statements]
+    assert all(statements.count(line) == 1 for line in statements)  # plain seeds: no half repeated

@@ -123,6 +123,8 @@ class OptionSeed(BaseModel):
     statements: list[str]
     evidence_ids: list[str] = []  # [] for an invented seed
     invented: bool = False
+    # a multi-point item's 2×2: one half of the key's points (in time), the other half another seed's
+    crossed: bool = False
     choice_id: str = ""  # the letter its rendering stands at
 
 

@@ -307,7 +307,7 @@ class Refiner:
             if not verdict.too_easy:
                 break
             feedback.append(render_feedback(verdict))
-            for seed in ruled_in(verdict, placed):
+            for seed in ruled_in(verdict, placed, state):
                 state.excluded.update(seed.evidence_ids or seed.statements)
         return {"mcq.jsonl": [build_mcq(qa, choices, correct, history, placed)]}
 

@@ -19,6 +19,7 @@ class SeedState:
 
     excluded: set[str] = field(default_factory=set)
     written: list[OptionSeed] = field(default_factory=list)
+    crossing: bool = True  # off once a judge found a crossed option also true (a half alone answers the question)
 
 
 def arrange_seeded(rendered: list[tuple[OptionSeed, str]], position: int,
@@ -66,10 +67,14 @@ def reader_cues(reason: str) -> list[str]:
     return [kind for kind, words in _CUES.items() if any(w in text for w in words)] or ["reader_other"]
 
 
-def ruled_in(verdict: RefinementRound, placed: list[OptionSeed]) -> list[OptionSeed]:
+def ruled_in(verdict: RefinementRound, placed: list[OptionSeed], state: SeedState) -> list[OptionSeed]:
     """The distractor seeds the verify judge found also true (its notes name their letters): the next round
-    chooses without them."""
-    return [s for s in placed if s.role == "distractor" and s.choice_id in verdict.also_true]
+    chooses without them. A crossed one found true means half the key answers the question: the next round has
+    no 2×2 (`state.crossing`), and keeps the seed it crossed."""
+    found = [s for s in placed if s.role == "distractor" and s.choice_id in verdict.also_true]
+    if any(s.crossed for s in found):
+        state.crossing = False
+    return [s for s in found if not s.crossed]
 
 
 class Seeder:
@@ -83,14 +88,21 @@ class Seeder:
         self.traces = ctx.traces_by_id
 
     async def choose(self, qa: QA, state: SeedState) -> list[OptionSeed]:
-        """The key's seed and three distractor seeds: real ones first, counter-seeds written for the rest."""
+        """The key's seed and three distractor seeds: real ones first, counter-seeds written for the rest. A
+        multi-point item of one matter (`SeedRule.crossed`) whose key spans records takes one seed of its arc (or a
+        counter-seed) and crosses it with the key (`seeds.cross`)."""
         key, real = seeds.select(qa, self.evidence, self.seen, self.events, state.excluded)
         # a real seed that shares nothing with the question cannot answer it: the one option that fits the question's
         # premise would be the key (a capable reader picks it without the records); a counter-seed written for the
         # question takes its place
         real = seeds.fitting(real, qa.question, self.ctx.persona.name, key)
         state.written = [s for s in state.written if not set(s.statements) & state.excluded]
-        need = seeds.DISTRACTORS - len(real) - len(state.written)
+        at = seeds.cut(qa, self.seen) if state.crossing and seeds.SEED_RULES[qa.question_type].crossed else 0
+        if at:  # the other half of the 2×2 is of the same matter: a seed of the item's arc, else a counter-seed
+            arcs = {e.id: e.arc_ids for e in self.evidence}
+            real = [s for s in real if len(s.statements) == len(key.statements)
+                    and all(qa.arc_id in arcs.get(i, ()) for i in s.evidence_ids)][:1]
+        need = (1 if at else seeds.DISTRACTORS) - len(real) - len(state.written)
         if need > 0:
             size = max(1, min(len(key.statements), seeds.GROUP_MAX))
             written = await self.ctx.ask(
@@ -102,6 +114,8 @@ class Seeder:
                 # a statement is about 40 tokens (zh: 40 characters) and a set as long as the key's, up to 8
                 max_tokens=answer_tokens(self.ctx, need * size * 60 + 120))
             state.written += render.invented(written, need, size)
+        if at:
+            return seeds.cross(seeds.key_seed(qa, self.seen), [*real, *state.written][0], at)
         return [key, *real, *state.written][: seeds.DISTRACTORS + 1]
 
     async def render(self, qa: QA, chosen: list[OptionSeed], number: int,

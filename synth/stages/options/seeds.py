@@ -79,6 +79,7 @@ class SeedRule:
 
     says: str
     tiers: tuple[tuple[Rule, ...], ...]
+    crossed: bool = False  # a multi-point item of one matter: its options are the 2×2 of the key and one seed (cross)
 
 
 def _tiers(*tiers: tuple[Rule, ...], anywhere: bool = True) -> tuple[tuple[Rule, ...], ...]:
@@ -97,12 +98,15 @@ SEED_RULES: dict[str, SeedRule] = {
                         _tiers((_same_people,), (_same_arc,), anywhere=False)),
     "written_spoken": SeedRule("the same people in other events (then the same arc, other events)",
                                _tiers((_same_people,), (_same_arc,), anywhere=False)),
-    "comparison": SeedRule("the same arc at another time", _tiers((_same_arc, _outside_window), (_same_arc,), anywhere=False)),
-    "trajectory": SeedRule("the same arc at another time", _tiers((_same_arc, _outside_window), (_same_arc,), anywhere=False)),
+    "comparison": SeedRule("the same arc at another time, crossed with the key",
+                           _tiers((_same_arc, _outside_window), (_same_arc,), anywhere=False), crossed=True),
+    "trajectory": SeedRule("the same arc at another time, crossed with the key",
+                           _tiers((_same_arc, _outside_window), (_same_arc,), anywhere=False), crossed=True),
     "inference": SeedRule("other arcs in the same window", _tiers((_other_arc, _in_window), (_other_arc,))),
     "pattern": SeedRule("other arcs in the same window", _tiers((_other_arc, _in_window), (_other_arc,))),
-    "causal": SeedRule("real events before the effect that did not cause it (same arc first, then others)",
-                       _tiers((_same_arc, _before_effect), (_before_effect,))),
+    "causal": SeedRule("real events before the effect that did not cause it (same arc first, then others); "
+                       "a same-arc one crossed with the key",
+                       _tiers((_same_arc, _before_effect), (_before_effect,)), crossed=True),
     "counterfactual": SeedRule("a real consequence from another arc", _tiers((_other_arc,), (_same_arc,))),
 }
 
@@ -112,9 +116,43 @@ def seeded(qa: QA) -> bool:
     return qa.question_type in SEED_RULES and not qa.variant_set_id and qa.profile is None
 
 
-def key_seed(qa: QA) -> OptionSeed:
+def key_seed(qa: QA, seen: dict[str, dt.datetime] | None = None) -> OptionSeed:
+    """The key's seed: the item's evidence (with `seen`, in the order its records were first seen)."""
     refs = [r for r in qa.evidence if not r.background]
+    if seen is not None:
+        refs.sort(key=lambda r: seen.get(r.evidence_id, qa.question_time))
     return OptionSeed(role="key", statements=[r.statement for r in refs], evidence_ids=[r.evidence_id for r in refs])
+
+
+def cut(qa: QA, seen: dict[str, dt.datetime]) -> int:
+    """Where the key's points (in the order their records were first seen) split into an earlier and a later set
+    of records that share none: the number of statements before the split nearest the middle; 0 when one record
+    carries them all (nothing to cross) or the key is longer than a seed can be."""
+    refs = [r for r in qa.evidence if not r.background]
+    if not 2 <= len(refs) <= GROUP_MAX:
+        return 0
+    refs.sort(key=lambda r: seen.get(r.evidence_id, qa.question_time))
+    records = [set(r.digital_trace_ids) for r in refs]
+    bounds = [i for i in range(1, len(refs)) if not set().union(*records[i:]) & set().union(*records[:i])]
+    return min(bounds, key=lambda i: (abs(2 * i - len(refs)), i)) if bounds else 0
+
+
+def cross(key: OptionSeed, other: OptionSeed, at: int) -> list[OptionSeed]:
+    """A multi-point item's four options as a 2×2: the key; the key's earlier points (the first `at` statements)
+    with `other`'s later ones; `other`'s earlier with the key's later; `other` whole. Each half stands in exactly
+    two options, so one record of the key leaves two options standing (a capable judge answered comparison and
+    trajectory items from their newest record alone: the distractors differed in every point), and no option
+    shares more with the others than the rest do."""
+    def pairs(seed: OptionSeed) -> list[tuple[str, str]]:
+        ids = seed.evidence_ids if len(seed.evidence_ids) == len(seed.statements) else [""] * len(seed.statements)
+        return list(zip(seed.statements, ids, strict=True))
+
+    def mix(early: OptionSeed, late: OptionSeed) -> OptionSeed:
+        parts = pairs(early)[:at] + pairs(late)[at:]
+        return OptionSeed(role="distractor", statements=[s for s, _ in parts], evidence_ids=[i for _, i in parts if i],
+                          invented=other.invented, crossed=True)
+
+    return [key, mix(key, other), mix(other, key), other]
 
 
 def item_view(qa: QA, seen: dict[str, dt.datetime], events: dict[str, Event],
