@@ -388,3 +388,24 @@ def test_a_gap_fillers_events_spread_over_its_days_whatever_days_the_answer_chos
     dates = [start + dt.timedelta(days=d) for d in days]
     assert open_gaps(dates, start, start + dt.timedelta(days=71), 8) == []
     assert open_gaps([start + dt.timedelta(days=d) for d in range(8)], start, start + dt.timedelta(days=71), 8)
+
+
+def test_a_spread_filler_event_keeps_the_weekday_or_date_its_text_names():
+    """A capable writer put a filler event on day 8, a Tuesday, and wrote "周二凌晨"; spread, it landed on a Sunday."""
+    from synth.stages.events import events_answer, spread_days
+
+    model = events_answer(13, ("Ann",), ("arc",), 2, 1, 1)
+    draft = {"title": "t", "location": "home", "hour": 0, "minute": 30, "participants": [],
+             "evidence": [{"kind": "fact", "statement": "s", "arcs": ["arc"], "private": False}]}
+    answer = model.model_validate({"events": [{**draft, "day": 2, "description": "在家发呆"},
+                                              {**draft, "day": 8, "description": "周二凌晨十二点半和王晨吐槽"}]})
+    plain, pinned = sorted(spread_days(answer, 13).events, key=lambda d: d.day)
+    assert plain.day == 3  # the first of two over 13 days
+    assert pinned.day % 7 == 8 % 7 and pinned.day == 8  # the nearest Tuesday to day 9 is day 8 itself
+    dated = answer.model_copy(update={"events": [answer.events[0], answer.events[1].model_copy(
+        update={"day": 4, "description": "1月14日去医院复查", "evidence": answer.events[1].evidence})]})
+    assert sorted(d.day for d in spread_days(dated, 13).events) == [3, 4]  # "1月14日" keeps its day
+    said = answer.model_copy(update={"events": [answer.events[0], answer.events[1].model_copy(
+        update={"day": 1, "description": "吐槽", "evidence": [answer.events[1].evidence[0].model_copy(
+            update={"statement": "She said on Saturday night she was done."})]})]})
+    assert sorted(d.day for d in spread_days(said, 13).events) == [1, 9]  # its evidence's "Saturday" pins it too

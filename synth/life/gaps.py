@@ -28,6 +28,12 @@ _DATE = re.compile(rf"\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?{_MONTH}|\b{_MONTH}\s+
                    r"|\b\d{4}-\d{2}-\d{2}\b|\d{1,2}月\d{1,2}[日号]", re.IGNORECASE)
 
 
+def text_pin(text: str) -> str:
+    """What a text pins of its event's timing: "day" when it names a calendar date, "weekday" when it names a
+    weekday or the weekend, else ""."""
+    return "day" if _DATE.search(text) else "weekday" if _WEEKDAY.search(text) else ""
+
+
 def names_weekday(event: Event, extra: str = "") -> bool:
     return bool(_WEEKDAY.search(f"{_text(event)} {extra}"))
 

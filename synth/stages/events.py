@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, create_model
 from synth.config.settings import EventsSettings
 from synth.core.calendar import country_of, holidays_between
 from synth.engine.stage import Records, Stage, StageContext
-from synth.life.gaps import DayPins, close_gaps, open_gaps, travel_spans
+from synth.life.gaps import DayPins, close_gaps, open_gaps, text_pin, travel_spans
 from synth.life.registry_view import bounded_registry
 from synth.records import (
     Event,
@@ -105,11 +105,22 @@ FILL_ROUNDS = 3  # filler rounds at most: the first covers every stretch; later 
 
 def spread_days(answer: BaseModel, days: int) -> BaseModel:
     """The answer's events (in their time order) moved to days spread evenly over `days`: the k-th of n on day
-    (2k + 1)·days / 2n, so no stretch between them is longer than days / n."""
+    (2k + 1)·days / 2n, so no stretch between them is longer than days / n. An event whose text or evidence names
+    a calendar date keeps its day, and one naming a weekday moves by whole weeks only, to the nearest such day (a
+    capable writer's "周二凌晨" landed on a Sunday)."""
     drafts = sorted(answer.events, key=lambda d: (d.day, d.hour, d.minute))
     n = len(drafts)
-    return answer.model_copy(update={"events": [d.model_copy(update={"day": (2 * k + 1) * days // (2 * n)})
-                                                for k, d in enumerate(drafts)]})
+    moved = []
+    for k, d in enumerate(drafts):
+        target = (2 * k + 1) * days // (2 * n)
+        pin = text_pin(" ".join([d.title, d.description, *(e.statement for e in d.evidence)]))
+        if pin == "day":
+            target = d.day
+        elif pin == "weekday":
+            same = range(d.day % 7, days, 7)
+            target = min(same, key=lambda x: (abs(x - target), x)) if same else d.day
+        moved.append(d.model_copy(update={"day": target}))
+    return answer.model_copy(update={"events": moved})
 
 
 def merge_newcomers(events: list[Event], added: list[Person]) -> tuple[list[Event], list[Person]]:
