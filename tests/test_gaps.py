@@ -164,6 +164,30 @@ def test_a_stretch_no_event_can_reach_is_filled_with_everyday_events(tmp_path):
     assert open_gaps([e.time.date() for e in events], START, END, 5) == []
 
 
+def test_the_events_a_filler_was_shown_keep_the_days_it_was_shown(tmp_path):
+    """A capable writer's filler was shown "2022-01-09: a bike ride" as already written, and the next request dated
+    the ride 2022-01-16 inside the filler's days: re-dating after the filler started again from the model's days."""
+    import re
+
+    d = one_phase_life(tmp_path)
+    draft = lambda n, day: {"title": f"e{n}", "description": "d", "location": "home", "day": day, "hour": 9,  # noqa: E731
+                            "minute": n, "participants": [],
+                            "evidence": [{"kind": "fact", "statement": "s", "arcs": [], "private": False}]}
+    first = json.dumps({"events": [{**draft(n, 0), "evidence": [{"kind": "fact", "statement": "s",
+                                                                  "arcs": ["Arc 0"], "private": False}] * 2}
+                                   for n in range(2)]})
+    filler = json.dumps({"events": [{**draft(n, 0), "title": f"f{n}"} for n in range(6)]})
+    config = tmp_path / "c.toml"
+    config.write_text("[events]\nevents_per_week = 0.34\nmin_events = 2\nmax_events = 8\nmax_gap_days = 6\n"
+                      "gap_room_days = 1\n")
+    fake = run_stage(tmp_path, "events", config=config, replies={"events": [first, filler]})
+    shown = dict((title, when) for when, title in
+                 re.findall(r"^- (\d{4}-\d\d-\d\d \d\d:\d\d): (e\d)$", fake.seen[1].messages[-1]["content"], re.M))
+    assert sorted(shown) == ["e0", "e1"]
+    final = {e.title: e.time.isoformat(sep=" ", timespec="minutes") for e in read_records(d / "events.jsonl", Event)}
+    assert {t: final[t] for t in shown} == shown
+
+
 def _run(directory) -> tuple[list[str], list[str]]:
     check = PersonaCheck(directory)
     problems = check.run()

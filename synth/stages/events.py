@@ -298,11 +298,16 @@ class EventsRun:
         """The longest stretch of days without an event that leaves room for the traces' delay."""
         return max(1, self.section.max_gap_days - self.section.gap_room_days)
 
-    def dated(self) -> tuple[list[Event], list[Person]]:
-        """Every unit's events so far, newcomers merged, re-dated to close the gaps (`close_gaps`)."""
+    def dated(self, placed: Sequence[Event] = ()) -> tuple[list[Event], list[Person]]:
+        """Every unit's events so far, newcomers merged, re-dated to close the gaps (`close_gaps`). The events of
+        an earlier re-dating (`placed`) start from the days it gave them, which the fillers were shown: started
+        again from the model's days, a ride shown to a filler on Jan 9 came back on Jan 16, among the filler's."""
         done = self.ctx.collected()
         events, added = merge_newcomers([Event.model_validate(r) for r in done["events.jsonl"]],
                                         [Person.model_validate(r) for r in done["people.jsonl"]])
+        at = {e.id: e for e in placed}
+        events = [e.model_copy(update={"time": at[e.id].time, "redated_from": at[e.id].redated_from})
+                  if e.id in at else e for e in events]
         pins = self.pins.with_evidence(Evidence.model_validate(r) for r in done["evidence.jsonl"])
         return close_gaps(events, {p.id: p for p in self.phases}, self.persona.start, self.persona.end, self.limit,
                           self.travel, pins), added
@@ -335,7 +340,7 @@ class EventsRun:
             if not work:
                 break
             await self.ctx.units(work)
-            events, added = self.dated()
+            events, added = self.dated(events)
         done = self.ctx.collected()
         return {"events.jsonl": events, "evidence.jsonl": done["evidence.jsonl"], "people.jsonl": [*self.people, *added]}
 
