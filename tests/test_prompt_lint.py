@@ -234,6 +234,12 @@ def test_a_make_up_day_is_named_by_its_festival_first():
 
 # ---- traces
 
+def test_a_trace_plan_leaves_the_length_to_the_medium():
+    """A capable planner's key_information said a diary entry was "only a line or two", against its 102–374 字."""
+    assert "never how long it is: the medium sets its length" in text("traces_plan.j2", "en")
+    assert "不写篇幅长短，篇幅由媒介决定" in text("traces_plan.j2", "zh")
+
+
 def test_a_medium_hint_never_names_a_medium_the_privacy_rules_out():
     weights = {"moments": 5.0, "weibo": 5.0, "diary": 1.0}
     public = frozenset({"moments", "weibo"})
