@@ -28,7 +28,7 @@ FIELD_NAMES = {
     "why_wrong", "supported", "confidence", "truthfulness", "consistency", "covered_items", "helpfulness",
     "states_answer", "options",
     # options rendered blind to the key; the open question's reader and judge
-    "question_favours_option", "option_N", "statements", "matches",
+    "question_favours_option", "option_N", "statements", "matches", "unanswered",
     # the lived-life planner's fields (issue 15)
     "new_people", "new_places", "relation", "reasons", "private", "revealed", "experience", "opinion",
     # the memory systems of synth eval (issue 16)

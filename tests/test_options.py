@@ -459,3 +459,41 @@ def test_a_comparison_over_two_records_gets_the_2x2_and_loses_it_when_half_answe
     assert len(mcq.refinement) == 2 and not any(s.crossed for s in mcq.option_seeds)
     statements = [line for s in mcq.option_seeds for line in s.statements]
     assert all(statements.count(line) == 1 for line in statements)  # plain seeds: no half repeated
+
+
+class Unfit(ByRule):
+    """ByRule whose first rendering finds every set without the key's mark unable to answer the question."""
+
+    def __init__(self) -> None:
+        super().__init__(key_picks=0)
+        self.flagged: list[list[str]] = []
+
+    def reply(self, request: LLMRequest) -> dict:
+        answer = super().reply(request)
+        if request.task == "distractors_render" and self.renders == 1:
+            sets = re.findall(r"Statement set (\d):\n((?:- .*\n)+)", request.messages[-1]["content"])
+            self.flagged = [[line[2:] for line in body.strip().splitlines()] for _, body in sets]
+            # every set flagged, the key's too: the key's set is never replaced
+            answer["unanswered"] = [int(n) for n, _ in sets]
+        return answer
+
+
+def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round(tmp_path):
+    """A capable renderer was given "who reached out to check on you" with sets about investor calls: a reader
+    sets such options aside by the question alone. The round chooses again, without them, and renders again."""
+    provider = Unfit()
+    world = QAWorld(tmp_path / "out", model=provider.model())
+    hand_qa(world)
+    world.run("distractors")
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    tasks = [r.task for r in provider.seen]
+    assert tasks[:2] == ["distractors_render", "distractors_render"] or tasks[:3] == [
+        "distractors_render", "distractors_seeds", "distractors_render"]
+    assert len(mcq.refinement) == 1  # the same round
+    first = {line for body in provider.flagged for line in body if KEY_MARK not in line}
+    final = {line for s in mcq.option_seeds for line in s.statements}
+    assert first and not first & final  # none of the flagged distractor sets came back
+    key = next(s for s in mcq.option_seeds if s.role == "key")
+    assert any(KEY_MARK in line for line in key.statements)  # the key's set stays, flagged or not
+    renders = prompts_of(provider, "distractors_render")
+    assert all("unanswered:" in r for r in renders) and all("correct" not in r.lower() for r in renders)

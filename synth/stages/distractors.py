@@ -297,8 +297,7 @@ class Refiner:
         state = SeedState()
         choices, correct, placed = [], "E", []
         for number in range(1, self.rounds + 1):
-            chosen = await self.seeder.choose(qa, state)
-            rendered = await self.seeder.render(qa, chosen, number, feedback)
+            rendered = await self.seeder.options(qa, state, number, feedback)
             choices, correct, placed = arrange_seeded(rendered, self.positions.get(qa.id, 0), self.ctx.language)
             copied = self.seeder.copied([c.text for c in choices[:4]])
             verdict = (guarded_round(number, [("copied_sentence", f"an option copies a trace: {copied!r}")])

@@ -21,6 +21,12 @@ class SeedState:
     written: list[OptionSeed] = field(default_factory=list)
     crossing: bool = True  # off once a judge found a crossed option also true (a half alone answers the question)
 
+    def drop(self, seed: OptionSeed, key: OptionSeed) -> None:
+        """Leave `seed` out of the next choice: its evidence (not the key's, which a crossed seed shares), or, for
+        a written one, the counter-seed it came from."""
+        self.excluded.update(i for i in seed.evidence_ids if i not in key.evidence_ids)
+        self.written = [w for w in self.written if not set(w.statements) & set(seed.statements)]
+
 
 def arrange_seeded(rendered: list[tuple[OptionSeed, str]], position: int,
                    language: str) -> tuple[list[Choice], str, list[OptionSeed]]:
@@ -118,8 +124,20 @@ class Seeder:
             return seeds.cross(seeds.key_seed(qa, self.seen), [*real, *state.written][0], at)
         return [key, *real, *state.written][: seeds.DISTRACTORS + 1]
 
+    async def options(self, qa: QA, state: SeedState, number: int,
+                      feedback: list[dict]) -> list[tuple[OptionSeed, str]]:
+        """One round's options: seeds chosen and rendered; when the renderer finds a distractor's set unable to
+        answer the question, that seed is left out and the round chooses and renders once more."""
+        rendered, unfit = await self.render(qa, await self.choose(qa, state), number, feedback)
+        if not unfit:
+            return rendered
+        key = next(seed for seed, _ in rendered if seed.role == "key")
+        for seed in unfit:
+            state.drop(seed, key)
+        return (await self.render(qa, await self.choose(qa, state), number, feedback))[0]
+
     async def render(self, qa: QA, chosen: list[OptionSeed], number: int,
-                     feedback: list[dict]) -> list[tuple[OptionSeed, str]]:
+                     feedback: list[dict]) -> tuple[list[tuple[OptionSeed, str]], list[OptionSeed]]:
         ordered = render.shuffled(qa, chosen, number)
         cap = self.ctx.section.option_chars[self.ctx.language]
         lo, hi = render.band(qa, cap)
@@ -128,7 +146,7 @@ class Seeder:
                                       render.render_variables(qa, self.ctx.persona, ordered, feedback, cap),
                                       render.Rendered,
                                       max_tokens=answer_tokens(self.ctx, room + 120))
-        return render.mapped(ordered, rendered)
+        return render.mapped(ordered, rendered), render.unanswering(ordered, rendered)
 
     def copied(self, texts: list[str]) -> str:
         """Checked against every trace of the persona: a distractor copied from its own seed's records is as

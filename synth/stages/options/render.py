@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -16,12 +17,14 @@ COPY_MIN_CHARS = {"en": 40, "zh": 15}  # a sentence this long found verbatim in 
 
 
 class Rendered(BaseModel):
-    """One field per statement set: the schema itself asks for each of the four exactly once."""
+    """One field per statement set: the schema itself asks for each of the four exactly once; `unanswered`: the
+    sets that cannot answer the question as asked (the renderer is blind to the key: it judges all four alike)."""
 
     option_1: str = Field(min_length=1)
     option_2: str = Field(min_length=1)
     option_3: str = Field(min_length=1)
     option_4: str = Field(min_length=1)
+    unanswered: list[Literal[1, 2, 3, 4]] = Field(default_factory=list, max_length=4)
 
 
 class CounterSeed(BaseModel):
@@ -77,6 +80,14 @@ def render_variables(qa: QA, persona, ordered: list[OptionSeed], feedback: list[
 def mapped(ordered: list[OptionSeed], rendered: Rendered) -> list[tuple[OptionSeed, str]]:
     """Each seed with its rendering, in the renderer's order."""
     return [(seed, getattr(rendered, f"option_{n}").strip()) for n, seed in enumerate(ordered, 1)]
+
+
+def unanswering(ordered: list[OptionSeed], rendered: Rendered) -> list[OptionSeed]:
+    """The distractor seeds the renderer found unable to answer the question as asked (a set about investor calls
+    for "who checked on you"; one without numbers for "what numbers did you give"): a reader without the records
+    sets their options aside by the question's premise alone. The key's own set is never replaced."""
+    return [ordered[n - 1] for n in sorted(set(rendered.unanswered))
+            if n <= len(ordered) and ordered[n - 1].role == "distractor"]
 
 
 _SENTENCE = re.compile(r"[^.!?。！？;；\n]+")
