@@ -104,9 +104,10 @@ SEED_RULES: dict[str, SeedRule] = {
                            _tiers((_same_arc, _outside_window), (_same_arc,), anywhere=False), crossed=True),
     "inference": SeedRule("other arcs in the same window", _tiers((_other_arc, _in_window), (_other_arc,))),
     "pattern": SeedRule("other arcs in the same window", _tiers((_other_arc, _in_window), (_other_arc,))),
-    "causal": SeedRule("real events before the effect that did not cause it (same arc first, then others); "
-                       "a same-arc one crossed with the key",
-                       _tiers((_same_arc, _before_effect), (_before_effect,)), crossed=True),
+    # not crossed: a crossed cause reads as two half-stories beside the key's one cause for both changes (a capable
+    # reader picked the key of both crossed causal items by that)
+    "causal": SeedRule("real events before the effect that did not cause it (same arc first, then others)",
+                       _tiers((_same_arc, _before_effect), (_before_effect,))),
     "counterfactual": SeedRule("a real consequence from another arc", _tiers((_other_arc,), (_same_arc,))),
 }
 
