@@ -449,3 +449,16 @@ def test_a_zh_memory_tree_shows_its_node_types_by_their_labels():
     tree.language = "en"
     assert PersonaTreeSystem._typed(tree, "He runs less in rain", "condition_trigger", "tree_pattern") == \
         "He runs less in rain (condition_trigger)"
+
+
+def test_a_counter_seed_prompt_without_examples_says_the_form_instead_of_an_empty_list():
+    """A capable option writer met "Statements from this person's records ... for their form only:" over nothing."""
+    for language, header, form in (("en", "for their form only", "The form of a statement"),
+                                   ("zh", "只参考它们的形式", "陈述的形式")):
+        case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_seeds.j2", "causal")}
+
+        def body(examples: list[str], case=case, language=language) -> str:
+            return "\n".join(m["content"] for m in render("distractors_seeds.j2", language=language,
+                                                           **{**case, "examples": examples}))
+        assert header in body(["S5: thing 5"]) and form not in body(["S5: thing 5"])
+        assert header not in body([]) and form in body([])
