@@ -462,3 +462,9 @@ def test_a_counter_seed_prompt_without_examples_says_the_form_instead_of_an_empt
                                                            **{**case, "examples": examples}))
         assert header in body(["S5: thing 5"]) and form not in body(["S5: thing 5"])
         assert header not in body([]) and form in body([])
+    # the sets already chosen: a capable writer reused their "41 percent", which then stood in two options
+    chosen = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_seeds.j2", "causal"), "others": [["S7: 41%"]]}
+    assert "nor their numbers and particular details" in "\n".join(
+        m["content"] for m in render("distractors_seeds.j2", language="en", **chosen))
+    assert "也不要沿用它们的数字和具体细节" in "\n".join(
+        m["content"] for m in render("distractors_seeds.j2", language="zh", **chosen))
