@@ -264,6 +264,22 @@ def test_phase_view_clamps_the_end_into_the_slot_and_build_phase_mints_the_id():
     assert (built.snapshot_before.focus, built.snapshot_after.focus) == ("focus a", "focus b")
 
 
+def test_a_phase_naming_a_weekday_its_days_leave_out_ends_later_to_take_it_in():
+    """A capable writer's phase ran Monday to Friday and said "周末去培训机构": its events could not be dated there."""
+    slot = phases_stage.phase_slot(TEN_DAYS, 0, 3, None)  # Saturday 2022-01-01, may end on days 0..7
+    answer = phases_stage.phase_answer(0, 9)
+
+    def end(description: str, end_day: int, on: phases_stage.PhaseSlot = slot) -> str:
+        draft = answer.model_validate({"title": "t", "description": description, "end_day": end_day})
+        return phases_stage.phase_view(draft, on)["end"]
+    assert end("On Friday she finally called him.", 2) == "2022-01-07"  # day 6, the first Friday
+    assert end("周五晚上给他打了电话", 2) == "2022-01-07"
+    assert end("She called him at the weekend.", 2) == "2022-01-03"  # Saturday is already in
+    assert end("She called him.", 2) == "2022-01-03"
+    short = phases_stage.PhaseSlot(event=TEN_DAYS, k=0, count=3, start=2, low=2, high=4)  # Monday to Wednesday
+    assert end("周末去培训机构", 2, short) == "2022-01-03"  # no weekend within reach: the end stays
+
+
 def test_to_snapshot_maps_statuses_to_arcs_in_order():
     answer = phases_stage.snapshot_answer(2).model_validate({"energy": 3, "stress": 9, "dominant_emotion": " fear ",
                                                              "focus": " rent ", "arc_status": [" x ", "y"]})

@@ -153,6 +153,15 @@ def weekdays_named(text: str) -> set[int]:
                     for m in _ZH_WEEKDAY.finditer(text)}
 
 
+_WEEKEND = re.compile(r"\bweekends?\b|周末", re.IGNORECASE)
+
+
+def days_needed(text: str) -> list[set[int]]:
+    """The days a text says its stretch holds, each as the weekdays that would do: one set per weekday named, and
+    Saturday-or-Sunday for "the weekend" / "周末"."""
+    return [{d} for d in sorted(weekdays_named(text))] + ([{5, 6}] if _WEEKEND.search(text) else [])
+
+
 def weekdays_between(first: dt.date, last: dt.date) -> set[int]:
     """The weekdays the days from `first` to `last` (inclusive) fall on."""
     return {(first + dt.timedelta(days=n)).weekday() for n in range(min(7, (last - first).days + 1))}

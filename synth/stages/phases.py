@@ -9,7 +9,7 @@ from functools import lru_cache, partial
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.core.calendar import country_of, holidays_between
+from synth.core.calendar import country_of, days_needed, holidays_between, weekdays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.registry_view import bounded_registry
 from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Snapshot, mint_id
@@ -138,8 +138,15 @@ def phase_variables(persona: Persona, arcs: list[LifeArc], slot: PhaseSlot, snap
 
 
 def phase_view(draft: BaseModel, slot: PhaseSlot) -> dict:
-    """The drafted phase with its end day clamped into the slot, as phases_update.j2 sees it."""
+    """The drafted phase with its end day clamped into the slot, as phases_update.j2 sees it; an end that leaves
+    out a weekday (or the weekend) the description names moves later to take it in, where the slot allows (a
+    capable writer's Monday-to-Friday phase said "at the weekend", and its events could not be dated there)."""
     end = min(max(draft.end_day, slot.low), slot.high)
+    needs = days_needed(draft.description)
+    for later in range(end, slot.high + 1):
+        if all(need & weekdays_between(slot.date(slot.start), slot.date(later)) for need in needs):
+            end = later
+            break
     return {"title": draft.title.strip(), "description": draft.description.strip(),
             "start": slot.date(slot.start).isoformat(), "end": slot.date(end).isoformat()}
 
