@@ -138,6 +138,10 @@ def test_a_settled_fact_is_cut_at_a_clause_end_never_mid_word():
     assert clipped("短句。", 80) == "短句。"
     zh = "2022-01-12 选题：她把三个题目都写了说明，导师听完以后让她先交一个版本，晚上她发了条朋友圈说题目定了"
     assert clipped(zh, 40) == zh[:zh.index("，导师") + 1] + "…"  # after its last clause end within the limit
+    # a whole sentence before a half one: a capable planner met "On Saturday afternoon, during her 'offline' block,…"
+    call = ("2022-02-12 The call from Milwaukee: her mother asked for the loan back by March. On Saturday "
+            "afternoon, during her 'offline' block, she wrote the reply twice and sent neither.")
+    assert clipped(call, 120) == call[:call.index("March.") + 6] + "…"
 
 
 

@@ -234,6 +234,25 @@ def test_a_make_up_day_is_named_by_its_festival_first():
 
 # ---- traces
 
+def test_words_said_aloud_are_never_hinted_to_a_to_do_list():
+    """A capable planner was hinted "todo_list" for evidence quoting what she said to her partner at dinner."""
+    from synth.config import conf, settings
+    from synth.records import Event, Evidence
+
+    section = settings.parse(conf.preset_config("small")).traces
+    weights = {"todo_list": 1e9, "diary": 1e-9, "message_thread": 1e-9}  # the seeded draw alone: the to-do list
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 7, 20), title="t",
+                  description="d", location="", participant_ids=[])
+    said = [Evidence(id="v", persona_id="p", event_id="e", kind="fact", arc_ids=[],
+                     statement='Over dinner Dana told Evan: "The agreement was the end of last year."')]
+    terse = frozenset(section.terse_media)
+    assert "todo_list" in terse
+    hint = traces_stage.plan_variables({}, event, said, 1, weights, 48, terse=terse)["suggested"]
+    assert hint != ["todo_list"] and hint
+    plain = [said[0].model_copy(update={"statement": "Dana needs to call the bank about the loan."})]
+    assert traces_stage.plan_variables({}, event, plain, 1, weights, 48, terse=terse)["suggested"] == ["todo_list"]
+
+
 def test_a_trace_plan_leaves_the_length_to_the_medium():
     """A capable planner's key_information said a diary entry was "only a line or two", against its 102–374 字."""
     assert "never how long it is: the medium sets its length" in text("traces_plan.j2", "en")

@@ -119,6 +119,8 @@ class TracesSettings(Section):
                                  "holiday without a colleague, and out of the mix of a persona without a workplace")
     no_workplace_words: list[str] = knob("words of an occupation without a workplace chat (a student, a retiree): "
                                          "such a persona's media mix has no work medium")
+    terse_media: list[str] = knob("media of bare lines (a to-do, a calendar slot, a search): never hinted for "
+                                  "evidence that quotes words said or written")
     posted: dict[str, list[str]] = knob("medium -> words by which an evidence says where it was itself written "
                                         "(\"发了一条朋友圈\", \"wrote in his build log\"): its trace is hinted to "
                                         "that medium, not to one it was never written in")

@@ -4,6 +4,7 @@ what exists at the event's time: the snapshot history so far and the anchor stat
 from __future__ import annotations
 
 import datetime as dt
+import re
 from functools import lru_cache, partial
 from typing import Literal
 
@@ -140,17 +141,27 @@ def max_delay_hours(event: Event, persona: Persona, limit: int) -> int:
 
 # ------------------------------------------------------------------- per task: prompt variables in, record out
 
+# a statement that quotes words said or written ("told Evan 'The agreement was the end of last year'", 「别跟爸说」)
+QUOTED = re.compile(r"[“”\"「」『』]|(?<!\w)'[^'\n].{5,}?'(?!\w)")
+
+
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
                    max_delay: int, public: frozenset[str] = frozenset(), work: bool = True,
                    work_media: frozenset[str] = frozenset(), posted: dict[str, list[str]] | None = None,
-                   short: dict[str, int] | None = None) -> dict:
+                   short: dict[str, int] | None = None, terse: frozenset[str] = frozenset()) -> dict:
     """The planner sees the persona's media with the mix as a target (percent), which of them are public, and a
     seeded hint; it chooses each medium from the evidence's privacy (marked) and the person's habits. `problems`
-    (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`)."""
+    (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`). The hint leaves out the
+    short media when a trace must carry more than one evidence, and the `terse` media (a to-do line, a calendar
+    slot) when an evidence quotes words said or written: a capable planner was hinted a to-do list for words said
+    to a partner at dinner."""
+    left_out = set(short or {}) if len(evidence) > count else set()
+    if any(QUOTED.search(e.statement) for e in evidence):
+        left_out |= terse
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
             "suggested": media_hint(event.id, count, hint_weights(weights, public, any(e.private for e in evidence),
-                                    work, work_media, short if len(evidence) > count else None),
+                                    work, work_media, left_out or None),
                                     [e.statement for e in evidence], posted or {}),
             "public": sorted(public & set(weights)),
             # media whose length band is short (medium → its top, in words; zh: characters): one evidence each
@@ -222,7 +233,7 @@ class TraceWriter(TraceWriting):
         work = work_moment(event, self.relations, self.ctx.settings.chats.work_words, context.get("holidays", []))
         variables = plan_variables(context, event, evidence, self.count, self.weights, max_delay,
                                    self.rule.public_media, work, frozenset(section.work_media), section.posted,
-                                   short_media(section, self.media, self.ctx.language))
+                                   short_media(section, self.media, self.ctx.language), frozenset(section.terse_media))
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)
