@@ -497,4 +497,6 @@ def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round
     assert any(KEY_MARK in line for line in key.statements)  # the key's set stays, flagged or not
     renders = prompts_of(provider, "distractors_render")
     assert all("unanswered:" in r for r in renders) and all("correct" not in r.lower() for r in renders)
+    # "what numbers did you throw back": readers picked the one option with several numbers
+    assert all("every answer gives the same number of them" in r for r in renders)
 
