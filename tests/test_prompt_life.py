@@ -216,11 +216,11 @@ def test_whoever_a_phase_names_is_registered_and_an_unmet_trigger_person_goes_by
     arcs = text("arcs_plan.j2", language)
     if language == "en":
         assert "Every person the description names is listed above or in new_people." in phase
-        assert "Someone the phase names who is not listed above goes in new_people of the first event" in events
+        assert "Someone the phase names by name who is not listed above goes in new_people of the first event" in events
         assert "names them by role" in arcs
     else:
         assert "description 里出现的每个人名，要么是上面列出的，要么放进 new_people" in phase
-        assert "阶段描述里提到、上面却没有列出的人，放进第一个提到他的事件的 new_people" in events
+        assert "阶段描述里用名字提到、上面却没有列出的人，放进第一个提到他的事件的 new_people（只按身份称呼的人不算）" in events
         assert "用身份称呼" in arcs
 
 

@@ -204,6 +204,16 @@ def test_more_newcomers_than_the_cap_have_a_rule(name):
     assert "其余的按身份称呼" in text(name, "zh", newcomers=1)
 
 
+def test_a_one_day_phase_is_not_asked_for_a_gradual_stretch():
+    """A capable writer's second phase was one day (its end forced to its start) and was asked for "a gradual
+    stretch of change, not an isolated incident"."""
+    one = text("phases_generate.j2", "en", start_day=7, low=7, high=7)
+    assert "gradual stretch of change" not in one and "this phase is 1 day long" in one
+    assert "这个阶段只有1天" in text("phases_generate.j2", "zh", start_day=7, low=7, high=7)
+    assert "gradual stretch of change" in text("phases_generate.j2", "en", start_day=7, low=9, high=12)
+    assert "逐渐变化的过程" in text("phases_generate.j2", "zh", start_day=7, low=9, high=12)
+
+
 def test_a_phase_that_reaches_no_state_is_not_asked_for_change():
     still = [{**m, "reaches": []} for m in zh_case.MOVES]
     body = text("phases_generate.j2", "en", moves=[{**m, "reaches": []} for m in en_case.VARIABLES["phases_generate.j2"]["moves"]])
