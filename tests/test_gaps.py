@@ -133,22 +133,30 @@ def one_phase_life(tmp_path):
     return d
 
 
+def _draft(n: int, day: int, title: str = "") -> dict:
+    return {"title": title or f"e{n}", "description": "d", "location": "home", "day": day, "hour": 9, "minute": n,
+            "participants": [], "evidence": [{"kind": "fact", "statement": "s", "arcs": [], "private": False}]}
+
+
+def both_on_the_first_morning_then(tmp_path, filler: list[dict]):
+    """One phase over the whole timeline whose model put both its events on its first morning, then a filler
+    answering `filler`: the fake (with the requests it saw) and the persona directory."""
+    d = one_phase_life(tmp_path)
+    first = json.dumps({"events": [{**_draft(n, 0), "evidence": [{"kind": "fact", "statement": "s",
+                                                                   "arcs": ["Arc 0"], "private": False}] * 2}
+                                   for n in range(2)]})
+    config = tmp_path / "c.toml"
+    config.write_text("[events]\nevents_per_week = 0.34\nmin_events = 2\nmax_events = 8\nmax_gap_days = 6\n"
+                      "gap_room_days = 1\n")
+    fake = run_stage(tmp_path, "events", config=config, replies={"events": [first, json.dumps({"events": filler})]})
+    return fake, d
+
+
 def test_a_stretch_no_event_can_reach_is_filled_with_everyday_events(tmp_path):
     """One phase over the whole timeline whose model put both its events on its first morning: re-dating moves the
     second to Jan 7 and no further (the stretch behind it), so the days from Jan 8 get everyday events of their own
     (one call), spread evenly over the stretch, then everything is re-dated again."""
-    d = one_phase_life(tmp_path)
-    draft = lambda n, day: {"title": f"e{n}", "description": "d", "location": "home", "day": day, "hour": 9,  # noqa: E731
-                            "minute": n, "participants": [],
-                            "evidence": [{"kind": "fact", "statement": "s", "arcs": [], "private": False}]}
-    first = json.dumps({"events": [{**draft(n, 0), "evidence": [{"kind": "fact", "statement": "s",
-                                                                  "arcs": ["Arc 0"], "private": False}] * 2}
-                                   for n in range(2)]})
-    filler = json.dumps({"events": [draft(n, 6 * n) for n in range(6)]})
-    config = tmp_path / "c.toml"
-    config.write_text("[events]\nevents_per_week = 0.34\nmin_events = 2\nmax_events = 8\nmax_gap_days = 6\n"
-                      "gap_room_days = 1\n")
-    fake = run_stage(tmp_path, "events", config=config, replies={"events": [first, filler]})
+    fake, d = both_on_the_first_morning_then(tmp_path, [_draft(n, 6 * n) for n in range(6)])
     assert not fake.unused() and len(fake.seen) == 2
     asked = fake.seen[1].messages[-1]["content"]
     assert "small everyday events" in asked and "day 0 is 2022-01-08" in asked
@@ -169,18 +177,7 @@ def test_the_events_a_filler_was_shown_keep_the_days_it_was_shown(tmp_path):
     the ride 2022-01-16 inside the filler's days: re-dating after the filler started again from the model's days."""
     import re
 
-    d = one_phase_life(tmp_path)
-    draft = lambda n, day: {"title": f"e{n}", "description": "d", "location": "home", "day": day, "hour": 9,  # noqa: E731
-                            "minute": n, "participants": [],
-                            "evidence": [{"kind": "fact", "statement": "s", "arcs": [], "private": False}]}
-    first = json.dumps({"events": [{**draft(n, 0), "evidence": [{"kind": "fact", "statement": "s",
-                                                                  "arcs": ["Arc 0"], "private": False}] * 2}
-                                   for n in range(2)]})
-    filler = json.dumps({"events": [{**draft(n, 0), "title": f"f{n}"} for n in range(6)]})
-    config = tmp_path / "c.toml"
-    config.write_text("[events]\nevents_per_week = 0.34\nmin_events = 2\nmax_events = 8\nmax_gap_days = 6\n"
-                      "gap_room_days = 1\n")
-    fake = run_stage(tmp_path, "events", config=config, replies={"events": [first, filler]})
+    fake, d = both_on_the_first_morning_then(tmp_path, [_draft(n, 0, f"f{n}") for n in range(6)])
     shown = dict((title, when) for when, title in
                  re.findall(r"^- (\d{4}-\d\d-\d\d \d\d:\d\d): (e\d)$", fake.seen[1].messages[-1]["content"], re.M))
     assert sorted(shown) == ["e0", "e1"]
