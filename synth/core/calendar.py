@@ -141,16 +141,17 @@ def holidays_between(country: str, language: str, start: object, end: object, wo
     return out
 
 
-_EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_EN_WEEKDAY = re.compile(r"\b(" + "|".join(_EN_WEEKDAYS) + r")s?\b", re.IGNORECASE)
-_ZH_WEEKDAY = re.compile(r"(?:星期|礼拜|周)([一二三四五六日天])")
+# weekday names, one place for every check that reads them (gaps, QA outlines, phase and event prompts)
+EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+ZH_DAYS = "一二三四五六日"
+_EN_WEEKDAY = re.compile(r"\b(" + "|".join(EN_WEEKDAYS) + r")s?\b", re.IGNORECASE)
+ZH_WEEKDAY = re.compile(r"(?:星期|礼拜|周)([一二三四五六日天])")
 
 
 def weekdays_named(text: str) -> set[int]:
     """The weekdays (Monday 0 … Sunday 6) a text names: "on their Sunday call", "Fridays", "每周六", "礼拜天"."""
-    named = {_EN_WEEKDAYS.index(m.group(1).lower()) for m in _EN_WEEKDAY.finditer(text)}
-    return named | {"一二三四五六日".index("日" if m.group(1) == "天" else m.group(1))
-                    for m in _ZH_WEEKDAY.finditer(text)}
+    named = {EN_WEEKDAYS.index(m.group(1).lower()) for m in _EN_WEEKDAY.finditer(text)}
+    return named | {ZH_DAYS.index("日" if m.group(1) == "天" else m.group(1)) for m in ZH_WEEKDAY.finditer(text)}
 
 
 _WEEKEND = re.compile(r"\bweekends?\b|周末", re.IGNORECASE)

@@ -10,14 +10,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from synth.core.calendar import days_needed
 from synth.records import Event, EventSeed, MajorEvent, Phase
 
 Span = tuple[dt.date, dt.date]
 
-# A weekday (or the weekend) named in an event's text pins its weekday: such an event moves only by whole weeks, so a
-# "Saturday" in its description stays a Saturday (English day names; Chinese 星期/礼拜/周 + day, 周末).
-_WEEKDAY = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|\bweekends?\b|(星期|礼拜|周)[一二三四五六日天]|周末",
-                      re.IGNORECASE)
+# A weekday (or the weekend) named in an event's text pins its weekday (`synth.core.calendar.days_needed`): such an
+# event moves only by whole weeks, so a "Saturday" in its description stays a Saturday.
 
 
 # A calendar date or a dated occasion named in an event's text pins its day: such an event never moves ("25 December",
@@ -31,11 +30,11 @@ _DATE = re.compile(rf"\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?{_MONTH}|\b{_MONTH}\s+
 def text_pin(text: str) -> str:
     """What a text pins of its event's timing: "day" when it names a calendar date, "weekday" when it names a
     weekday or the weekend, else ""."""
-    return "day" if _DATE.search(text) else "weekday" if _WEEKDAY.search(text) else ""
+    return "day" if _DATE.search(text) else "weekday" if days_needed(text) else ""
 
 
 def names_weekday(event: Event, extra: str = "") -> bool:
-    return bool(_WEEKDAY.search(f"{_text(event)} {extra}"))
+    return bool(days_needed(f"{_text(event)} {extra}"))
 
 
 def _text(event: Event) -> str:

@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from synth.config import question_types
+from synth.core.calendar import EN_WEEKDAYS, ZH_DAYS, ZH_WEEKDAY
 from synth.core.tokens import estimate_tokens
 from synth.life.windows import Segment
 from synth.quality.label_check import key_units
@@ -63,9 +64,6 @@ def relied_on(outline: str, segment: Segment, chosen: Sequence[int]) -> list[int
 
 
 _CONTEXT = re.compile(r"^(?:in|of|early|late|mid|since|until|by|during|last|next|this)\s+|^-", re.IGNORECASE)
-_ZH_WEEKDAY = re.compile(r"(?:星期|礼拜|周)([一二三四五六日天])")
-_EN_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_ZH_DAYS = "一二三四五六日"
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
 _MON = "|".join(m[:3].capitalize() + f"(?:{m[3:]})?" for m in _MONTHS)
@@ -79,7 +77,7 @@ def _canonical(text: str) -> str:
         month, number = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         return f"{next(x for x in _MONTHS if x.startswith(month[:3].lower()))} {int(number)}"
     text = _EN_DATE.sub(day, text)
-    return _ZH_WEEKDAY.sub(lambda m: "周" + ("日" if m.group(1) == "天" else m.group(1)), text.lower())
+    return ZH_WEEKDAY.sub(lambda m: "周" + ("日" if m.group(1) == "天" else m.group(1)), text.lower())
 
 
 def outline_dates(outline: str) -> list[tuple[str, str]]:
@@ -94,7 +92,7 @@ def date_core(written: str) -> str:
     """The date word a match names, without the context it was found by ("since August" → "august", "Sundays" →
     "sunday", "星期天" → "周日"): the outline and the evidence may word it differently."""
     core = _CONTEXT.sub("", written.strip()).rstrip(".").lower()
-    if core.endswith("days") and core[:-1] in _EN_DAYS:
+    if core.endswith("days") and core[:-1] in EN_WEEKDAYS:
         core = core[:-1]
     return _canonical(core)
 
@@ -102,9 +100,9 @@ def date_core(written: str) -> str:
 def day_words(when: dt.datetime) -> list[str]:
     """How a text may name the day of a trace: its date, weekday and month, in both languages."""
     month = _MONTHS[when.month - 1]
-    return [when.date().isoformat(), _EN_DAYS[when.weekday()], month, f"{month} {when.day}",
+    return [when.date().isoformat(), EN_WEEKDAYS[when.weekday()], month, f"{month} {when.day}",
             f"{when.month}月{when.day}日", f"{when.month}月", f"{_ZH_MONTHS[when.month - 1]}月",
-            f"周{_ZH_DAYS[when.weekday()]}"]
+            f"周{ZH_DAYS[when.weekday()]}"]
 
 
 _ZH_MONTHS = ("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二")  # "七月" as well as "7月"
