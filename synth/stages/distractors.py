@@ -306,8 +306,9 @@ class Refiner:
             if not verdict.too_easy:
                 break
             feedback.append(render_feedback(verdict))
+            key = next(seed for seed in placed if seed.role == "key")
             for seed in ruled_in(verdict, placed, state):
-                state.excluded.update(seed.evidence_ids or seed.statements)
+                state.drop(seed, key)
         return {"mcq.jsonl": [build_mcq(qa, choices, correct, history, placed)]}
 
     def relation_order(self, qa: QA) -> list[str]:

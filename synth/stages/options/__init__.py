@@ -15,7 +15,8 @@ __all__ = ["Seeder", "SeedState", "arrange_seeded", "reader_cues", "render", "re
 
 @dataclass
 class SeedState:
-    """What one item's rounds have learnt: evidence a judge found also true, counter-seeds written so far."""
+    """What one item's rounds have learnt: evidence left out (a judge found it also true, or the renderer found it
+    unable to answer), counter-seeds written so far, whether the 2×2 still applies."""
 
     excluded: set[str] = field(default_factory=set)
     written: list[OptionSeed] = field(default_factory=list)
@@ -102,7 +103,6 @@ class Seeder:
         # premise would be the key (a capable reader picks it without the records); a counter-seed written for the
         # question takes its place
         real = seeds.fitting(real, qa.question, self.ctx.persona.name, key)
-        state.written = [s for s in state.written if not set(s.statements) & state.excluded]
         at = seeds.cut(qa, self.seen) if state.crossing and seeds.SEED_RULES[qa.question_type].crossed else 0
         if at:  # the other half of the 2×2 is of the same matter: a seed of the item's arc, else a counter-seed
             arcs = {e.id: e.arc_ids for e in self.evidence}
