@@ -197,6 +197,29 @@ def test_a_cue_on_a_weekday_the_phase_lacks_is_marked_for_the_writer():
     assert "this phase has no" not in text("phases_generate.j2", "en", moves=[week])
 
 
+def test_a_state_of_a_later_phase_is_shown_as_later_and_the_marks_decide():
+    """A major event's description put the father's "we'll back you" (the trigger of an opinion state) in the first
+    weekend's call while the shared transitions gave that state to the second phase; the first phase's prompt
+    did not say the state comes later, nor which of the two wins."""
+    from synth.records import LifeArc
+    from synth.stages.common import arc_moves
+    from synth.stages.phases import states_after
+
+    state = {"label": "l", "description": "d", "trigger": "t", "cues": ["c"]}
+    arcs = [LifeArc(id=a, persona_id="p", dimension="opinion", title=a, description="d",
+                    anchor_states=[state, {**state, "label": f"{a} backed"}]) for a in ("x", "y")]
+    target = {"x": 1, "y": 1}
+    first = states_after({}, target, 0, 2)
+    moves = arc_moves(arcs, {}, first, None, target)
+    assert [len(m["reaches"]) for m in moves] == [1, 0] and [len(m["later"]) for m in moves] == [0, 1]
+    body = text("phases_generate.j2", "en", moves=moves)
+    assert 'reached in a later phase of this event' in body and '"y backed"' in body and "this mark decides" in body
+    assert "本事件后面的阶段才进入" in text("phases_generate.j2", "zh", moves=moves)
+    last = arc_moves(arcs, first, states_after(first, target, 1, 2), None, target)
+    assert all(not m["later"] for m in last)
+    assert "later phase" not in text("phases_generate.j2", "en", moves=last)
+
+
 @pytest.mark.parametrize("name", ["phases_generate.j2", "events_generate.j2"])
 def test_more_newcomers_than_the_cap_have_a_rule(name):
     """"Two members invite him" with new_people at most 1: the prompt says who is named and who is not."""

@@ -168,12 +168,14 @@ def event_view(event: MajorEvent, arcs: list[LifeArc]) -> dict:
 
 
 def arc_moves(arcs: list[LifeArc], before: dict[str, int], after: dict[str, int],
-              days: tuple[dt.date, dt.date] | None = None) -> list[dict]:
+              days: tuple[dt.date, dt.date] | None = None, target: dict[str, int] | None = None) -> list[dict]:
     """Per arc, as the phase prompts show it: the state it is in (with trigger and cues) and every state this
     phase brings about — never a state beyond the phase's end. With the phase's first and last day (`days`), each
     state reached is marked with the weekdays its cues name that the phase has no day on (`absent_days`, Monday 0
     … Sunday 6): a capable writer met "tells his mother on their Sunday call" in a phase of a Wednesday and a
-    Thursday."""
+    Thursday. With the event's `target` (its alignment), the states a later phase of the same event reaches are
+    listed as `later` (label and description only): a writer met a major event whose description placed a trigger
+    in its first phase while the shared transitions gave that state to the second, and nothing said which wins."""
     labels = {view["id"]: view["label"] for view in arc_views(arcs)}
     present = weekdays_between(*days) if days else set(range(7))
     out = []
@@ -185,7 +187,9 @@ def arc_moves(arcs: list[LifeArc], before: dict[str, int], after: dict[str, int]
         out.append({"arc": labels[arc.id], "index": now, "state": arc.anchor_states[now].model_dump(mode="json"),
                     "reaches": [{"index": i, "state": s.model_dump(mode="json"),
                                  "absent_days": sorted(weekdays_named(" ".join(s.cues)) - present)}
-                                for i, s in enumerate(reaches, start=now + 1)]})
+                                for i, s in enumerate(reaches, start=now + 1)],
+                    "later": [{"index": i, "state": arc.anchor_states[i].model_dump(mode="json")}
+                              for i in range(then + 1, min((target or {}).get(arc.id, then), top) + 1)]})
     return out
 
 

@@ -209,7 +209,8 @@ class PhasesRun:
                           most)
         start_states = state_map(previous.arc_states) if previous else {}
         after_states = states_after(start_states, state_map(event.arc_states), k, count)
-        moves = arc_moves(self.arcs, start_states, after_states, (slot.date(slot.start), slot.date(slot.high)))
+        moves = arc_moves(self.arcs, start_states, after_states, (slot.date(slot.start), slot.date(slot.high)),
+                          state_map(event.arc_states))
         known = self.registry(position)
         room = self.ctx.section.new_people
         holidays = holidays_between(self.country, self.ctx.language, slot.date(slot.start), slot.date(slot.high),
