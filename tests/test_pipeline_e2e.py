@@ -52,7 +52,9 @@ def test_small_yields_all_question_types_valid_mcqs_and_a_round_tripping_export(
     assert types - set(RELATION_TYPES) == set(QUESTION_TYPES) | set(EXTRA_TYPES)
     sets = records(small_run / persona / "variants.jsonl")
     kept = [s for s in sets if s["kept"]]
-    assert len(sets) == 15 and kept, "small asks for 3 variant sets per relation; the fake's judges keep some"
+    # small asks for 3 variant sets per relation; the fake's random judges keep some or none (how many moves with
+    # any prompt's wording): a kept set's way into traces and items is proven with scripted sets in test_variants
+    assert len(sets) == 15
     assert types & set(RELATION_TYPES) == {s["relation"] for s in kept}
     sessions = {t["id"] for t in records(small_run / persona / "traces.jsonl") if t.get("variant_set_id")}
     assert sessions == {v["trace_id"] for s in kept for v in s["variants"]}
