@@ -12,6 +12,7 @@ from kit import Scripted
 from qa_world import HAND_ANSWER as ANSWER
 from qa_world import PID, QAWorld, hand_qa, key_letter
 
+from synth.core.jsonl import write_atomic
 from synth.llm.base import LLMRequest
 from synth.records import MCQ, QA, Event, Evidence, EvidenceRef, OptionSeed
 from synth.stages import STAGES
@@ -164,9 +165,10 @@ class ByRule:
     """Answers by task: the renderer writes each statement set as an answer (tagged with its round); the reader
     picks the key's rendering in the first `key_picks` rounds, another option after; the verify judge agrees."""
 
-    def __init__(self, key_picks: int = 1, also_true_once: bool = False) -> None:
+    def __init__(self, key_picks: int = 1, also_true_once: bool = False, restate_once: str = "") -> None:
         self.key_picks = key_picks
         self.also_true_once = also_true_once
+        self.restate_once = restate_once  # the first counter-seed set restates this (a key statement)
         self.seen: list[LLMRequest] = []
         self.renders = 0
 
@@ -179,8 +181,11 @@ class ByRule:
                     + " and ".join(line[2:] for line in body.strip().splitlines()) + "." for n, body in sets}
         if request.task == "distractors_seeds":
             need, size = map(int, re.search(r"Write (\d) statement sets? of (\d)", prompt).groups())
-            return {"seeds": [{"statements": [f"Statement 9{k}.{n}: he did another thing {k} and felt {n}"
-                                              for n in range(size)]} for k in range(need)]}
+            sets = [{"statements": [f"Other 9{k}.{n}: a walk by the canal on day {k} with cousin {n}"
+                                    for n in range(size)]} for k in range(need)]
+            if self.restate_once and sum(r.task == "distractors_seeds" for r in self.seen) == 1:
+                sets[0]["statements"][0] = self.restate_once.replace("felt", "then felt")
+            return {"seeds": sets}
         shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCD"}}
         key = next(c for c, text in shown.items() if KEY_MARK in text)
         if request.task == "distractors_validate":
@@ -268,12 +273,28 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
     [render_prompt] = prompts_of(provider, "distractors_render")
     assert "invented" not in render_prompt.lower() and "counter" not in render_prompt.lower()
     # the counter-seeds read like any other statement set
-    assert re.search(r"Statement set \d:\n- Statement 90\.0", render_prompt)
+    assert re.search(r"Statement set \d:\n- Other 90\.0", render_prompt)
     # the counter-seed writer is never shown the key: sets written around the true one orbit it (a capable writer
     # put its dates one day either side of the key's)
     [seeds_prompt] = prompts_of(provider, "distractors_seeds")
     assert all(ref.statement not in seeds_prompt for ref in qa.evidence)
     assert "You are not told the true answer" in seeds_prompt
+
+
+def test_a_counter_seed_restating_a_key_statement_is_written_again(tmp_path):
+    """A counter-seed for a comparison item copied the key's first statement word for word: that half of the key
+    stood in three of the four options, and a capable reader picked the centre."""
+    world = QAWorld(tmp_path / "out")
+    qa = hand_qa(world)
+    provider = ByRule(key_picks=0, restate_once=qa.evidence[0].statement)
+    world = QAWorld(tmp_path / "out", model=provider.model())
+    write_atomic(world.dir / "qa.jsonl", [qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20)})])
+    world.run("distractors")
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    asked = [r for r in provider.seen if r.task == "distractors_seeds"]
+    assert len(asked) == 2 and "Write 1 statement set of 1" in asked[1].messages[-1]["content"]
+    invented = [s for s in mcq.option_seeds if s.invented]
+    assert len(invented) == 3 and not any("then felt" in line for s in invented for line in s.statements)
 
 
 def test_the_counter_seed_writer_sees_the_form_of_other_records_seen_by_the_question_time():

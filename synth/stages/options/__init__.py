@@ -109,20 +109,33 @@ class Seeder:
             real = [s for s in real if len(s.statements) == len(key.statements)
                     and all(qa.arc_id in arcs.get(i, ()) for i in s.evidence_ids)][:1]
         need = (1 if at else seeds.DISTRACTORS) - len(real) - len(state.written)
-        if need > 0:
-            size = max(1, min(len(key.statements), seeds.GROUP_MAX))
-            written = await self.ctx.ask(
-                "distractors_seeds", "distractors_seeds.j2",
-                render.counter_seed_variables(
-                    qa, self.ctx.persona, self.ctx.arcs,
-                    render.form_examples(self.evidence, self.seen, qa, {i for s in real for i in s.evidence_ids}, 4),
-                    [*real, *state.written], need, size), render.counter_seeds_model(need, size),
-                # a statement is about 40 tokens (zh: 40 characters) and a set as long as the key's, up to 8
-                max_tokens=answer_tokens(self.ctx, need * size * 60 + 120))
-            state.written += render.invented(written, need, size)
+        for attempt in range(2):  # a set restating a key statement is written once more (then kept: four options)
+            if need <= 0:
+                break
+            fresh = await self.counter_seeds(qa, key, real, state, need, attempt)
+            # a written set restating one of the key's statements puts that half of the key in a third option (or
+            # the key in two): it is left out and written again
+            copies = seeds.restating(fresh, key) if attempt == 0 else []
+            state.written += [seed for seed in fresh if seed not in copies]
+            need -= len(fresh) - len(copies)
         if at:
             return seeds.cross(seeds.key_seed(qa, self.seen), [*real, *state.written][0], at)
         return [key, *real, *state.written][: seeds.DISTRACTORS + 1]
+
+    async def counter_seeds(self, qa: QA, key: OptionSeed, real: list[OptionSeed], state: SeedState, need: int,
+                            attempt: int) -> list[OptionSeed]:
+        """`need` counter-seeds of the key's size, written for the question without the key (the chosen sets
+        shown, not to be repeated)."""
+        size = max(1, min(len(key.statements), seeds.GROUP_MAX))
+        written = await self.ctx.ask(
+            "distractors_seeds", "distractors_seeds.j2",
+            render.counter_seed_variables(
+                qa, self.ctx.persona, self.ctx.arcs,
+                render.form_examples(self.evidence, self.seen, qa, {i for s in real for i in s.evidence_ids}, 4),
+                [*real, *state.written], need, size), render.counter_seeds_model(need, size),
+            # a statement is about 40 tokens (zh: 40 characters) and a set as long as the key's, up to 8
+            max_tokens=answer_tokens(self.ctx, need * size * 60 + 120), sample=attempt)
+        return render.invented(written, need, size)
 
     async def options(self, qa: QA, state: SeedState, number: int,
                       feedback: list[dict]) -> list[tuple[OptionSeed, str]]:

@@ -232,6 +232,23 @@ def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], event
     return key, group(chosen, size, DISTRACTORS)
 
 
+COPY_OVERLAP = 0.6  # a written statement sharing this share of its units with a key statement restates it
+
+
+def restating(written: list[OptionSeed], key: OptionSeed) -> list[OptionSeed]:
+    """The written (counter-)seeds that restate one of the key's statements: at least COPY_OVERLAP of the smaller
+    one's content units (words, Han bigrams) shared, and at least three. A counter-seed for a comparison item copied the key's first
+    statement word for word, so one of the key's halves stood in three of the four options (a capable reader
+    counted the fragments and picked the centre)."""
+    units = [key_units(line) for line in key.statements]
+
+    def restates(line: str) -> bool:
+        mine = key_units(line)
+        return any(len(mine & other) >= max(3, COPY_OVERLAP * min(len(mine), len(other))) for other in units)
+
+    return [seed for seed in written if any(restates(line) for line in seed.statements)]
+
+
 def fitting(chosen: list[OptionSeed], question: str, persona_name: str = "",
             key: OptionSeed | None = None) -> list[OptionSeed]:
     """The distractor seeds that touch the question about as much as the key does: each shares at least one content
