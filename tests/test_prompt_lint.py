@@ -520,3 +520,9 @@ def test_a_counter_seed_prompt_without_examples_says_the_form_instead_of_an_empt
         m["content"] for m in render("distractors_seeds.j2", language="en", **chosen))
     assert "也不要沿用它们的数字和具体细节" in "\n".join(
         m["content"] for m in render("distractors_seeds.j2", language="zh", **chosen))
+
+
+def test_the_trace_planner_may_give_a_fraction_of_an_hour():
+    """Whole hours from an event at 23:30 put a note about 02:40 at 02:30, before what it tells."""
+    assert "a fraction too: 2.5 is two and a half hours" in text("traces_plan.j2", "en")
+    assert "可以是小数（2.5 即两个半小时）" in text("traces_plan.j2", "zh")

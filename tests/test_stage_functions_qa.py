@@ -81,7 +81,7 @@ def test_trace_plan_variables_offer_sorted_media_and_the_seeded_suggestion():
     assert variables["persona"] == {"id": PID}
 
 
-def plan_of(delay_hours: int = 30):
+def plan_of(delay_hours: float = 30):
     model = traces.plan_answer(("diary", "email"), 2, 1, 48)
     return model.model_validate({"traces": [{
         "reasons": " private: only for her sister ", "medium": "email", "intent": " ask for help ", "audience": " Xiaomei ", "key_information": "k",
@@ -91,6 +91,14 @@ def plan_of(delay_hours: int = 30):
 def test_trace_time_never_leaves_the_allowed_delay():
     assert traces.trace_time(event(), 5, 10) == T0 + dt.timedelta(hours=5)
     assert traces.trace_time(event(), 30, 10) == T0 + dt.timedelta(hours=10)
+
+
+def test_a_trace_may_come_a_fraction_of_an_hour_after_its_event():
+    """An event at 23:30 whose evidence happened at 02:40: in whole hours the note was written at 02:30 (before what
+    it tells) or 03:30; the plan may say 3.25 hours (test_prompt_lint: the prompt says so)."""
+    assert plan_of(3.25).delay_hours == 3.25
+    assert traces.trace_time(event(), 3.25, 10) == T0 + dt.timedelta(hours=3, minutes=15)
+    assert traces.trace_time(event(), 1 / 3, 10) == T0 + dt.timedelta(minutes=20)
 
 
 def test_write_variables_and_build_trace_carry_the_plan_into_the_record():

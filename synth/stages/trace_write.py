@@ -52,8 +52,9 @@ def have_content(answer: BaseModel) -> None:
             raise ValueError(f"traces[{k}].content: empty — write the trace itself")
 
 
-def trace_time(event: Event, delay_hours: int, max_delay: int) -> dt.datetime:
-    return event.time + dt.timedelta(hours=min(delay_hours, max_delay))
+def trace_time(event: Event, delay_hours: float, max_delay: int) -> dt.datetime:
+    """When a trace is written: `delay_hours` (a fraction too) after its event, at most `max_delay`, to the minute."""
+    return event.time + dt.timedelta(minutes=round(min(delay_hours, max_delay) * 60))
 
 
 def voice_reference(written: list[Trace], medium: str, before: dt.datetime, count: int, chars: int) -> list[dict]:
