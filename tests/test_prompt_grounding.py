@@ -54,6 +54,11 @@ def test_an_outline_may_name_a_date_its_evidence_states_however_worded():
         undated_outline(SimpleNamespace(outline=fine, evidence=[1]), segment=seg, traces=pool)
     undated_outline(SimpleNamespace(outline="他星期天在日记里写了什么，3月9日要做什么", evidence=[2]), segment=seg,
                     traces=pool)
+    # spaced, padded or full-width digits name the same day ("3 月 4 日" was refused against "2022年3月4日晚上")
+    for spaced in ("他 3 月 9 日要做什么", "他03月09号要做什么", "他３月９日要做什么"):
+        undated_outline(SimpleNamespace(outline=spaced, evidence=[2]), segment=seg, traces=pool)
+    with pytest.raises(ValueError, match="outline: names"):
+        undated_outline(SimpleNamespace(outline="他 3 月 19 日要做什么", evidence=[2]), segment=seg, traces=pool)
     # the evidence's own month, written with a Chinese numeral (a 75-day run's plan was refused "七月" in July)
     undated_outline(SimpleNamespace(outline="三月里他在日记里写了什么", evidence=[2]), segment=seg, traces=pool)
     with pytest.raises(ValueError, match="outline: names"):

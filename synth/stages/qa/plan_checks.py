@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 
 from synth.config import question_types
@@ -71,12 +72,22 @@ _MON = "|".join(m[:3].capitalize() + f"(?:{m[3:]})?" for m in _MONTHS)
 _EN_DATE = re.compile(rf"\b(?:({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?\s+of\s+({_MON}))\b")
 
 
+# a Chinese month (and day) in digits, however spaced or padded: "3 月 4 日", "03月04号", "３月４日" → "3月4日"
+_ZH_DATE = re.compile(r"([0-9０-９]{1,2})\s*月(?:\s*([0-9０-９]{1,2})\s*[日号])?")
+
+
 def _canonical(text: str) -> str:
-    """`text` lower-cased with every English day of a month written "march 5" and every Chinese weekday "周日"."""
+    """`text` lower-cased with every English day of a month written "march 5", every Chinese date in digits "3月4日"
+    (a capable writer's outline "3 月 4 日" was refused against evidence saying "2022年3月4日晚上") and every Chinese
+    weekday "周日"."""
     def day(m: re.Match) -> str:
         month, number = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         return f"{next(x for x in _MONTHS if x.startswith(month[:3].lower()))} {int(number)}"
-    text = _EN_DATE.sub(day, text)
+
+    def zh_day(m: re.Match) -> str:
+        month = int(unicodedata.normalize("NFKC", m.group(1)))
+        return f"{month}月{int(unicodedata.normalize('NFKC', m.group(2)))}日" if m.group(2) else f"{month}月"
+    text = _ZH_DATE.sub(zh_day, _EN_DATE.sub(day, text))
     return ZH_WEEKDAY.sub(lambda m: "周" + ("日" if m.group(1) == "天" else m.group(1)), text.lower())
 
 
