@@ -526,3 +526,14 @@ def test_the_trace_planner_may_give_a_fraction_of_an_hour():
     """Whole hours from an event at 23:30 put a note about 02:40 at 02:30, before what it tells."""
     assert "a fraction too: 2.5 is two and a half hours" in text("traces_plan.j2", "en")
     assert "可以是小数（2.5 即两个半小时）" in text("traces_plan.j2", "zh")
+
+
+def test_counter_seeds_tell_what_happened_not_what_would_have():
+    """A capable reader picked counterfactual keys as the one option not stating "if I had …, I would …": the
+    counter-seed writer had written reflections on the hypothetical ("he wrote: had he not gone, he would …") and
+    twist endings ("that very night he broke the rule"), while real evidence states what happened, plainly."""
+    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_seeds.j2", "counterfactual")}
+    en, zh = ("\n".join(m["content"] for m in render("distractors_seeds.j2", language=language, **case))
+              for language in ("en", "zh"))
+    assert "never what would have happened or a reflection on it" in en and "no twist ending" in en
+    assert "也不要写“要是……就会……”这样的设想" in zh and "反转结尾" in zh
