@@ -485,18 +485,33 @@ def test_a_comparison_over_two_records_gets_the_2x2_and_loses_it_when_half_answe
 class Unfit(ByRule):
     """ByRule whose first rendering finds every set without the key's mark unable to answer the question."""
 
-    def __init__(self) -> None:
+    def __init__(self, times: int = 1) -> None:
         super().__init__(key_picks=0)
+        self.times = times  # how many renderings in a row flag every set
         self.flagged: list[list[str]] = []
 
     def reply(self, request: LLMRequest) -> dict:
         answer = super().reply(request)
-        if request.task == "distractors_render" and self.renders == 1:
+        if request.task == "distractors_render" and self.renders <= self.times:
             sets = re.findall(r"Statement set (\d):\n((?:- .*\n)+)", request.messages[-1]["content"])
-            self.flagged = [[line[2:] for line in body.strip().splitlines()] for _, body in sets]
+            self.flagged += [[line[2:] for line in body.strip().splitlines()] for _, body in sets]
             # every set flagged, the key's too: the key's set is never replaced
             answer["unanswered"] = [int(n) for n, _ in sets]
         return answer
+
+
+def test_replacements_found_unable_to_answer_are_replaced_again(tmp_path):
+    """A capable renderer found a walk question's replacement sets without the walk it asks about too; they stood
+    in the options, and a reader set them aside by the question alone."""
+    provider = Unfit(times=2)
+    world = QAWorld(tmp_path / "out", model=provider.model())
+    hand_qa(world)
+    world.run("distractors")
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert len(mcq.refinement) == 1 and provider.renders == 3
+    flagged = {line for body in provider.flagged for line in body if KEY_MARK not in line}
+    final = {line for s in mcq.option_seeds for line in s.statements}
+    assert flagged and not flagged & final
 
 
 def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round(tmp_path):

@@ -13,6 +13,9 @@ from synth.stages.options import render, seeds
 __all__ = ["Seeder", "SeedState", "arrange_seeded", "reader_cues", "render", "render_feedback", "ruled_in", "seeds"]
 
 
+REPLACEMENTS = 2  # times a round chooses and renders again when the renderer finds sets unable to answer
+
+
 @dataclass
 class SeedState:
     """What one item's rounds have learnt: evidence left out (a judge found it also true, or the renderer found it
@@ -140,14 +143,18 @@ class Seeder:
     async def options(self, qa: QA, state: SeedState, number: int,
                       feedback: list[dict]) -> list[tuple[OptionSeed, str]]:
         """One round's options: seeds chosen and rendered; when the renderer finds a distractor's set unable to
-        answer the question, that seed is left out and the round chooses and renders once more."""
+        answer the question, that seed is left out and the round chooses and renders again, up to REPLACEMENTS
+        times (the replacements can be unfit too: a capable renderer found a walk question's first replacements
+        without the walk it asks about; counter-seeds, written for the question, fill in once real seeds run out)."""
         rendered, unfit = await self.render(qa, await self.choose(qa, state), number, feedback)
-        if not unfit:
-            return rendered
-        key = next(seed for seed, _ in rendered if seed.role == "key")
-        for seed in unfit:
-            state.drop(seed, key)
-        return (await self.render(qa, await self.choose(qa, state), number, feedback))[0]
+        for _ in range(REPLACEMENTS):
+            if not unfit:
+                break
+            key = next(seed for seed, _ in rendered if seed.role == "key")
+            for seed in unfit:
+                state.drop(seed, key)
+            rendered, unfit = await self.render(qa, await self.choose(qa, state), number, feedback)
+        return rendered
 
     async def render(self, qa: QA, chosen: list[OptionSeed], number: int,
                      feedback: list[dict]) -> tuple[list[tuple[OptionSeed, str]], list[OptionSeed]]:
