@@ -537,3 +537,18 @@ def test_counter_seeds_tell_what_happened_not_what_would_have():
               for language in ("en", "zh"))
     assert "never what would have happened or a reflection on it" in en and "no twist ending" in en
     assert "也不要写“要是……就会……”这样的设想" in zh and "反转结尾" in zh
+
+
+def test_a_question_asks_one_matter_in_at_most_two_parts():
+    """Rewritten until a no-context reader could not guess them, a capable writer's questions came out in three and
+    four parts ("what did he say, what happened that first day, where have you landed?"); only the key's set
+    answered every part, and the multiple-choice readers picked it by that."""
+    def body(language: str, **extra) -> str:
+        values = zh_case._qa("qa_write.j2", "causal")
+        return "\n".join(m["content"] for m in render("qa_write.j2", language=language,
+                                                      persona=values.pop("persona"), **{**values, **extra}))
+
+    assert "Ask about one matter, in at most two parts" in body("en") and "问一件事，最多分两问" in body("zh")
+    guessed = [{"question": "q", "answer": "a", "reason": "r"}]
+    assert "not several at once" in body("en", guessed=guessed)
+    assert "不要一次问好几处" in body("zh", guessed=guessed)
