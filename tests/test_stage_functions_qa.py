@@ -99,6 +99,11 @@ def test_a_trace_may_come_a_fraction_of_an_hour_after_its_event():
     assert plan_of(3.25).delay_hours == 3.25
     assert traces.trace_time(event(), 3.25, 10) == T0 + dt.timedelta(hours=3, minutes=15)
     assert traces.trace_time(event(), 1 / 3, 10) == T0 + dt.timedelta(minutes=20)
+    # the bound is shown in the schema, not enforced: a grammar-bound local model overshot it on every attempt
+    model = traces.plan_answer(("diary", "email"), 2, 1, 48)
+    assert model.model_json_schema()["$defs"]["TracePlan"]["properties"]["delay_hours"]["maximum"] == 48
+    far = plan_of(1000.0)
+    assert traces.trace_time(event(), far.delay_hours, 48) == T0 + dt.timedelta(hours=48)
 
 
 def test_write_variables_and_build_trace_carry_the_plan_into_the_record():
