@@ -63,7 +63,7 @@ def plan_answer(media: tuple[str, ...], evidence: int, count: int, max_delay: in
         evidence=(list[Literal[tuple(range(1, evidence + 1))]], Field(min_length=1, max_length=evidence)),
         # a fraction too: 2.5 h (a writer could not place a note at 02:40 after an event at 23:30 in whole hours);
         # the bound is shown, not enforced: a grammar-bound local model cannot be held to a number's maximum (the
-        # bundled Gemma wrote 1,000 hours three times over and the stage failed), and trace_time clamps it
+        # bundled Gemma overshot it on all three attempts and the stage failed), and trace_time clamps it
         delay_hours=(float, Field(ge=0, json_schema_extra={"maximum": max_delay})),
     )
     return create_model("TracePlans", traces=(list[plan], Field(min_length=count, max_length=count)))

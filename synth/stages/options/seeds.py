@@ -237,9 +237,9 @@ COPY_OVERLAP = 0.6  # a written statement sharing this share of its units with a
 
 def restating(written: list[OptionSeed], key: OptionSeed) -> list[OptionSeed]:
     """The written (counter-)seeds that restate one of the key's statements: at least COPY_OVERLAP of the smaller
-    one's content units (words, Han bigrams) shared, and at least three. A counter-seed for a comparison item copied the key's first
-    statement word for word, so one of the key's halves stood in three of the four options (a capable reader
-    counted the fragments and picked the centre)."""
+    one's content units (words, Han bigrams) shared, and at least three. A counter-seed for a comparison item
+    copied the key's first statement word for word, so one of the key's halves stood in three of the four options
+    (a capable reader counted the fragments and picked the centre)."""
     units = [key_units(line) for line in key.statements]
 
     def restates(line: str) -> bool:
