@@ -133,7 +133,7 @@ class Seeder:
         written = await self.ctx.ask(
             "distractors_seeds", "distractors_seeds.j2",
             render.counter_seed_variables(
-                qa, self.ctx.persona,
+                qa, self.ctx.persona, self.ctx.arcs,
                 render.form_examples(self.evidence, self.seen, qa, {i for s in real for i in s.evidence_ids}, 4),
                 [*real, *state.written], need, size), render.counter_seeds_model(need, size),
             # a statement is about 40 tokens (zh: 40 characters) and a set as long as the key's, up to 8

@@ -106,16 +106,14 @@ def copied_sentence(texts: list[str], traces: list[Trace], language: str) -> str
     return ""
 
 
-def counter_seed_variables(qa: QA, persona, examples: list[str], real: list[OptionSeed], need: int,
+def counter_seed_variables(qa: QA, persona, arcs, examples: list[str], real: list[OptionSeed], need: int,
                            size: int) -> dict:
     """The counter-seed writer sees the question, statements of the person's records from other moments (their form
     only), the real seeds chosen so far (not to repeat them), and how many seeds of how many statements to write —
     never the key: sets written around the true one orbit it (dates one day either side of its date, its details
-    swapped one at a time), which a reader finds as the options' centre. Nor the arcs: they tell the true story's
-    ingredients, and sets a capable writer built from them each borrowed one (the counsellor, the canal, the friend
-    who had been through it), so the key, which holds them all, was the hub a reader without the records picked on
-    most items. One that happens to be true is caught by the verify judge."""
-    return {"persona": persona, "arcs": [], "question_type": qa.question_type, "question": qa.question,
+    swapped one at a time), which a reader finds as the options' centre. One that happens to be true is caught by
+    the verify judge."""
+    return {"persona": persona, "arcs": arcs, "question_type": qa.question_type, "question": qa.question,
             "question_time": qa.question_time.isoformat(timespec="minutes"), "examples": examples,
             "others": [s.statements for s in real], "need": need, "size": size}
 
