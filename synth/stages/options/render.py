@@ -32,7 +32,7 @@ class CounterSeed(BaseModel):
 
 
 class CounterSeeds(BaseModel):
-    seeds: list[CounterSeed] = Field(min_length=1, max_length=3)
+    seeds: list[CounterSeed] = Field(min_length=1, max_length=6)  # up to twice the three distractors (seeds.SPARE)
 
 
 @lru_cache(maxsize=None)
