@@ -369,6 +369,12 @@ def test_the_counter_seed_writer_sees_the_form_of_other_records_seen_by_the_ques
     # the latest three seen by day 62 (events every 5 days) of the other arc (B: odd events), without a used
     # seed's (11): nothing of the item's own arc A, which may state the answer
     assert shown == ["S5: thing 5", "S7: thing 7", "S9: thing 9"]
+    # nor one about the question's matter, from whichever arc: a writer found the bedtime a question asked for in
+    # an example said not to answer it
+    ev[9] = ev[9].model_copy(update={"statement": "S9: the night he went back online he was asleep by eleven"})
+    about = qa.model_copy(update={"question": "Lin, how late were you up the night you went back online?"})
+    assert form_examples(ev, seen, about, {"v11"}, 3, "Lin") == ["S3: thing 3", "S5: thing 5", "S7: thing 7"]
+    assert form_examples(ev, seen, qa, {"v11"}, 3, "Lin")[-1].startswith("S9: the night")  # another question
 
 
 def test_unanswerable_items_keep_the_written_inventions(tmp_path):

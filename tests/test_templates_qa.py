@@ -136,6 +136,12 @@ def test_distractor_prompt_carries_feedback_length_and_the_unanswerable_switch(p
     unanswerable = render("distractors_write.j2", language="en",
                           **variables("distractors_write.j2", persona, arcs, "en", "unanswerable"))[1]["content"]
     assert CANNOT_DETERMINE["en"] in unanswerable and "nothing in the records supports it" in unanswerable
+    # never an invented "did not": a writer, pressed by a reviewer to make the options as plausible as E, wrote "I
+    # never went and took nothing", which the records do not say either and may be true of the life
+    zh = render("distractors_write.j2", language="zh",
+                **variables("distractors_write.j2", persona, arcs, "zh", "unanswerable"))[1]["content"]
+    assert "never that nothing happened" in unanswerable and "不要说什么都没发生" in zh
+    assert "never that nothing happened" not in answerable
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

@@ -144,7 +144,8 @@ class Seeder:
             "distractors_seeds", "distractors_seeds.j2",
             render.counter_seed_variables(
                 qa, self.ctx.persona, self.ctx.arcs,
-                render.form_examples(self.evidence, self.seen, qa, {i for s in real for i in s.evidence_ids}, 4),
+                render.form_examples(self.evidence, self.seen, qa, {i for s in real for i in s.evidence_ids}, 4,
+                                     self.ctx.persona.name),
                 [*real, *state.written], need, size), render.counter_seeds_model(need, size),
             # a statement is about 40 tokens (zh: 40 characters) and a set as long as the key's, up to 8
             max_tokens=answer_tokens(self.ctx, need * size * 60 + 120), sample=attempt)

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.llm.cache import content_hash
+from synth.quality.label_check import key_units
 from synth.records import QA, OptionSeed, Trace
 
 BAND = (0.75, 1.25)  # each option's length, as a share of the reference answer's (the prompt and the guard agree)
@@ -118,14 +119,21 @@ def counter_seed_variables(qa: QA, persona, arcs, examples: list[str], real: lis
             "others": [s.statements for s in real], "need": need, "size": size}
 
 
-def form_examples(evidence, seen: dict, qa: QA, used: set[str], count: int) -> list[str]:
+EXAMPLE_TOUCH = 2  # a form example sharing this many content units with the question is about its matter
+
+
+def form_examples(evidence, seen: dict, qa: QA, used: set[str], count: int, name: str = "") -> list[str]:
     """The `count` latest statements of the person's records seen by the question time that the item and its seeds
-    do not use, from other arcs and events than the item's, oldest first: what a statement of this life looks like,
-    with nothing of the answer (an option writer found the answer among examples taken from the item's own arc)."""
+    do not use, from other arcs and events than the item's and sharing fewer than EXAMPLE_TOUCH content units with
+    the question (the person's `name` aside), oldest first: what a statement of this life looks like, with nothing
+    of the answer (an option writer found the answer among examples taken from the item's own arc, and another, in
+    an example from another arc, the very bedtime a question asked for)."""
     own = {ref.evidence_id for ref in qa.evidence} | used
     events = {e.event_id for e in evidence if e.id in own}
+    asked = key_units(qa.question) - key_units(name)
     before = [e for e in evidence if e.id not in own and e.id in seen and seen[e.id] <= qa.question_time
-              and qa.arc_id not in e.arc_ids and e.event_id not in events]
+              and qa.arc_id not in e.arc_ids and e.event_id not in events
+              and len(key_units(e.statement) & asked) < EXAMPLE_TOUCH]
     before.sort(key=lambda e: (seen[e.id], e.id))
     return [e.statement for e in before[-count:]]
 
