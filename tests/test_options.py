@@ -14,7 +14,6 @@ from qa_world import PID, QAWorld, hand_qa, key_letter
 
 from synth.core.jsonl import write_atomic
 from synth.llm.base import LLMRequest
-from synth.quality.label_check import key_units
 from synth.records import MCQ, QA, Event, Evidence, EvidenceRef, OptionSeed
 from synth.stages import STAGES
 from synth.stages.options import render, seeds
@@ -166,12 +165,10 @@ class ByRule:
     """Answers by task: the renderer writes each statement set as an answer (tagged with its round); the reader
     picks the key's rendering in the first `key_picks` rounds, another option after; the verify judge agrees."""
 
-    def __init__(self, key_picks: int = 1, also_true_once: bool = False, restate_once: str = "",
-                 borrowing: tuple[str, ...] = ()) -> None:
+    def __init__(self, key_picks: int = 1, also_true_once: bool = False, restate_once: str = "") -> None:
         self.key_picks = key_picks
         self.also_true_once = also_true_once
         self.restate_once = restate_once  # the first counter-seed set restates this (a key statement)
-        self.borrowing = borrowing  # the first counter-seed sets' statements (each borrowing from the key)
         self.seen: list[LLMRequest] = []
         self.renders = 0
 
@@ -186,11 +183,8 @@ class ByRule:
             need, size = map(int, re.search(r"Write (\d) statement sets? of (\d)", prompt).groups())
             sets = [{"statements": [f"Other 9{k}.{n}: a walk by the canal on day {k} with cousin {n}"
                                     for n in range(size)]} for k in range(need)]
-            for written, line in zip(sets, self.borrowing, strict=False):
-                written["statements"][0] = line
             if self.restate_once and sum(r.task == "distractors_seeds" for r in self.seen) == 1:
-                for k, written in enumerate(sets[1:]):  # all but one restate the key: the rest are asked again
-                    written["statements"][0] = self.restate_once.replace("felt", f"then felt ({k})")
+                sets[0]["statements"][0] = self.restate_once.replace("felt", "then felt")
             return {"seeds": sets}
         shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCD"}}
         key = next(c for c, text in shown.items() if KEY_MARK in text)
@@ -298,66 +292,9 @@ def test_a_counter_seed_restating_a_key_statement_is_written_again(tmp_path):
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     asked = [r for r in provider.seen if r.task == "distractors_seeds"]
-    # three needed, six asked for (seeds.SPARE); five restated, one kept, the two missing asked for twice over
-    assert "Write 6 statement sets of 1" in asked[0].messages[-1]["content"]
-    assert len(asked) == 2 and "Write 4 statement sets of 1" in asked[1].messages[-1]["content"]
+    assert len(asked) == 2 and "Write 1 statement set of 1" in asked[1].messages[-1]["content"]
     invented = [s for s in mcq.option_seeds if s.invented]
     assert len(invented) == 3 and not any("then felt" in line for s in invented for line in s.statements)
-
-
-def test_the_written_sets_kept_leave_the_key_least_the_hub():
-    """A capable writer's counter-seeds each borrowed one ingredient of the true story: the key, holding them all,
-    was the intersection a reader without the records picked. Of twice the sets needed, code keeps those beside
-    which the key shares no more than any other option."""
-    def seed(text: str, role: str = "distractor") -> OptionSeed:
-        return OptionSeed(role=role, statements=[text], invented=role != "key")
-
-    key = seed("Lin met Ana at the bakery and cried about the exam", "key")
-    borrowing = [seed("Lin met Ana at the gym"), seed("Lin cried at the bakery"), seed("Lin failed the exam in March")]
-    plain = [seed("Lin painted the garage door green with Tom"), seed("Lin sold the old bicycle to Tom"),
-             seed("Lin repaired the garage roof alone")]
-    ignore = key_units("Lin")
-    assert seeds.hub_cost([key, *borrowing], ignore)[0] > 0  # the first three written: the key is the hub
-    kept = seeds.least_central(key, [], [*borrowing, *plain], 3, ignore)
-    assert len(kept) == 3 and seeds.hub_cost([key, *kept], ignore)[0] == 0
-    assert sum(s in borrowing for s in kept) <= 1
-    # a crossed item is judged on the options it will have (its 2×2), built by `arrange` from each choice
-    two = OptionSeed(role="key", statements=["Lin met Ana at the bakery", "Lin cried about the exam"])
-    halves = [OptionSeed(role="distractor", statements=["Lin met Ana at the gym", "Lin cried about the exam"]),
-              OptionSeed(role="distractor", statements=["Lin sold the bicycle to Tom", "Lin painted the door"])]
-    built: list[list[OptionSeed]] = []
-
-    def arrange(chosen: list[OptionSeed]) -> list[OptionSeed]:
-        built.append(seeds.cross(two, chosen[0], 1))
-        return built[-1]
-
-    [other] = seeds.least_central(two, [], halves, 1, ignore, arrange)
-    assert len(built) == 2 and all(len(b) == 4 and b[0] == two for b in built)
-    assert other == min(halves, key=lambda h: seeds.hub_cost(seeds.cross(two, h, 1), ignore))
-
-
-def test_the_seeder_asks_for_spare_sets_and_keeps_those_the_key_is_not_the_hub_of(tmp_path):
-    world = QAWorld(tmp_path / "out")
-    qa = hand_qa(world)
-    true = f"{KEY_MARK}: Lin met Ana at the bakery and cried over the exam results"
-    qa = qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20),
-                               "evidence": [qa.evidence[0].model_copy(update={"statement": true})]})
-    borrowing = ("Lin met Ana at the gym on Sunday", "Lin cried at the bakery counter",
-                 "Lin opened the exam results alone")
-    provider = ByRule(key_picks=0, borrowing=borrowing)
-    world = QAWorld(tmp_path / "out", model=provider.model())
-    write_atomic(world.dir / "qa.jsonl", [qa])
-    world.run("distractors")
-    [mcq] = world.read("mcq.jsonl", MCQ)
-    [asked] = [r for r in provider.seen if r.task == "distractors_seeds"]
-    assert "Write 6 statement sets of 1" in asked.messages[-1]["content"]
-    key = next(s for s in mcq.option_seeds if s.role == "key")
-    others = [s for s in mcq.option_seeds if s.role != "key"]
-    ignore = key_units(qa.question) | key_units("Lin")
-    first_three = [OptionSeed(role="distractor", statements=[line]) for line in borrowing]
-    assert seeds.hub_cost([key, *first_three], ignore)[0] > 0  # the first three written: the key is the hub
-    assert len(others) == 3 and seeds.hub_cost([key, *others], ignore)[0] == 0
-    assert sum(s.statements[0] in borrowing for s in others) < 3
 
 
 def test_the_counter_seed_writer_sees_the_form_of_other_records_seen_by_the_question_time():

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from synth.engine.stage import StageContext
-from synth.quality.label_check import key_units
 from synth.records import CANNOT_DETERMINE, CHOICE_IDS, QA, Choice, OptionSeed, RefinementRound
 from synth.stages.common import answer_tokens, first_seen
 from synth.stages.options import render, seeds
@@ -24,7 +23,6 @@ class SeedState:
 
     excluded: set[str] = field(default_factory=set)
     written: list[OptionSeed] = field(default_factory=list)
-    spare: list[OptionSeed] = field(default_factory=list)  # counter-seeds written but not chosen (yet)
     crossing: bool = True  # off once a judge found a crossed option also true (a half alone answers the question)
 
     def drop(self, seed: OptionSeed, key: OptionSeed) -> None:
@@ -114,23 +112,15 @@ class Seeder:
             real = [s for s in real if len(s.statements) == len(key.statements)
                     and all(qa.arc_id in arcs.get(i, ()) for i in s.evidence_ids)][:1]
         need = (1 if at else seeds.DISTRACTORS) - len(real) - len(state.written)
-        # the sets are written blind to the key, SPARE times as many as needed; code keeps those beside which the
-        # key is least the options' hub (the question's words and the person's name are everyone's)
-        ignore = key_units(qa.question) | key_units(self.ctx.persona.name)
-        crossing = (lambda chosen: seeds.cross(seeds.key_seed(qa, self.seen), chosen[0], at)) if at else None
         for attempt in range(2):  # a set restating a key statement is written once more (then kept: four options)
             if need <= 0:
                 break
-            if len(state.spare) < need:
-                fresh = await self.counter_seeds(qa, key, real, state, need * seeds.SPARE, attempt)
-                # a written set restating one of the key's statements puts that half of the key in a third option
-                # (or the key in two): it is left out, and written again when too few are left
-                copies = seeds.restating(fresh, key) if attempt == 0 else []
-                state.spare += [seed for seed in fresh if seed not in copies]
-            kept = seeds.least_central(key, [*real, *state.written], state.spare, need, ignore, crossing)
-            state.written += kept
-            state.spare = [seed for seed in state.spare if seed not in kept]
-            need -= len(kept)
+            fresh = await self.counter_seeds(qa, key, real, state, need, attempt)
+            # a written set restating one of the key's statements puts that half of the key in a third option (or
+            # the key in two): it is left out and written again
+            copies = seeds.restating(fresh, key) if attempt == 0 else []
+            state.written += [seed for seed in fresh if seed not in copies]
+            need -= len(fresh) - len(copies)
         if at:
             return seeds.cross(seeds.key_seed(qa, self.seen), [*real, *state.written][0], at)
         return [key, *real, *state.written][: seeds.DISTRACTORS + 1]

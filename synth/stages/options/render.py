@@ -33,7 +33,7 @@ class CounterSeed(BaseModel):
 
 
 class CounterSeeds(BaseModel):
-    seeds: list[CounterSeed] = Field(min_length=1, max_length=6)  # up to twice the three distractors (seeds.SPARE)
+    seeds: list[CounterSeed] = Field(min_length=1, max_length=3)
 
 
 @lru_cache(maxsize=None)

@@ -4,10 +4,8 @@ same life, chosen per question type (SEED_RULES) so that it is true of this pers
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from itertools import combinations
-from statistics import median
 
 from synth.llm.cache import content_hash
 from synth.quality.label_check import key_units
@@ -16,8 +14,6 @@ from synth.records import QA, Event, Evidence, OptionSeed
 GROUP_MAX = 8  # a distractor seed holds as many statements as the key's, up to this many (a renderer noted a true
 # set of 6 against seeds of 4: the sizes alone marked it)
 DISTRACTORS = 3  # the A–D options besides the key (option E is fixed text)
-SPARE = 2  # the counter-seed writer is asked for this many times the sets an item needs; code keeps the ones beside
-# which the key is least the options' hub (`least_central`), the rest wait for a replacement
 
 
 @dataclass(frozen=True)
@@ -267,41 +263,3 @@ def fitting(chosen: list[OptionSeed], question: str, persona_name: str = "",
     if key is not None:
         need = max(1, -(-len(anchor & key_units(" ".join(key.statements))) // 2))
     return [seed for seed in chosen if len(anchor & key_units(" ".join(seed.statements))) >= need]
-
-
-def shared_units(options: Sequence[OptionSeed], ignore: Iterable[str] = ()) -> list[int]:
-    """Each option's count of content units (words, Han bigrams; the question's own and the person's name aside)
-    it shares with each other option, summed: the option the others each borrow from scores highest."""
-    skip = set(ignore)
-    units = [key_units(" ".join(o.statements)) - skip for o in options]
-    return [sum(len(u & v) for j, v in enumerate(units) if j != i) for i, u in enumerate(units)]
-
-
-def hub_cost(options: Sequence[OptionSeed], ignore: Iterable[str] = ()) -> tuple[int, float]:
-    """How much the key (options[0]) is the options' hub: first by how far it shares more than any other option
-    (0 when it does not), then by how far it stands from the others' median either way (a key sharing nothing
-    with options that share among themselves is an odd one out)."""
-    scores = shared_units(options, ignore)
-    others = scores[1:]
-    return max(0, scores[0] - max(others)), abs(scores[0] - median(others))
-
-
-def least_central(key: OptionSeed, fixed: Sequence[OptionSeed], pool: Sequence[OptionSeed], need: int,
-                  ignore: Iterable[str] = (),
-                  arrange: Callable[[list[OptionSeed]], list[OptionSeed]] | None = None) -> list[OptionSeed]:
-    """The `need` written sets of `pool` beside which the key is least the options' hub (`hub_cost`; the first
-    such in the pool's order). Code, knowing the key, chooses among sets written blind to it: a capable writer's
-    counter-seeds each borrowed one of the true story's ingredients (the counsellor, the canal, the friend who had
-    been through it), so the key, holding them all, was the option a reader without the records picked as the
-    intersection. `arrange` builds the options from the key and the chosen sets (the 2×2 of a crossed item)."""
-    if need <= 0 or not pool:
-        return []
-    need, ignore = min(need, len(pool)), set(ignore)
-
-    def cost(combo: tuple[int, ...]) -> tuple[int, float]:
-        chosen = [pool[i] for i in combo]
-        options = arrange(chosen) if arrange else [key, *fixed, *chosen]
-        return hub_cost(options, ignore)
-
-    best = min(combinations(range(len(pool)), need), key=lambda combo: (cost(combo), combo))
-    return [pool[i] for i in best]
