@@ -221,6 +221,16 @@ def test_settled_facts_are_the_windows_phases_and_events_newest_first_and_bounde
     assert len(facts) == DECIDED_LINES and "after the window" not in " ".join(facts)
     assert facts[0].startswith("2022-02-20–2022-04-10 spring")  # newest end first
     assert any("rank rose" in f for f in facts)
+    # the facts about the question's matter come first and whole: an option writer of an unanswerable question
+    # about a counsellor's fee found the one event that might settle it cut off
+    long = ("He met the counsellor in Drumcondra for a first session after weeks of putting it off, talked about "
+            "the headaches, the money and his mother's calls, and walked home along the canal feeling lighter than "
+            "he had expected, stopping for a coffee on the bridge; at the door she said the session fee was €60.")
+    events[3] = events[3].model_copy(update={"description": long})
+    plain = settled_facts(segment, [phase], [*events, outside])
+    assert not any("€60" in f for f in plain)  # newest first and cut: the fee is lost
+    about = settled_facts(segment, [phase], [*events, outside], "How much is a counsellor session, and who paid?")
+    assert about[0] == f"2022-03-04 day 4: {long}" and len(about) == DECIDED_LINES
 
 
 def test_a_plan_whose_outline_names_a_date_the_evidence_does_not_state_is_asked_again():

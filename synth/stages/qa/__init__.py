@@ -307,7 +307,9 @@ class Planner:
         answer = await self.ctx.ask("qa_write", "qa_write.j2", variables, write_model(cap))
         answer, guesses = await standing(self.ctx, self.section.standalone_rewrites, answer, plan.question_type,
                                          variables, write_model(cap))
-        settled = settled_facts(segment, self.ctx.phases, self.ctx.events) if plan.question_type == "unanswerable" else ()
+        topic = f"{answer.question} {plan.absent_topic}"
+        settled = (settled_facts(segment, self.ctx.phases, self.ctx.events, topic)
+                   if plan.question_type == "unanswerable" else ())
         qa = build_qa(answer, plan, segment, arc, self.persona.id, asked, needed, settled)
         return {"qa.jsonl": [with_guesses(qa, guesses)]}
 

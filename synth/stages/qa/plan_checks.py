@@ -19,21 +19,29 @@ from synth.records import Trace
 
 DECIDED_LINES = 12  # an unanswerable planner sees at most this many settled facts of its window (bounded prompt)
 DECIDED_CHARS = 240
+TOPIC_UNITS = 2  # a settled fact sharing this many content units with the question is about its matter
+TOPIC_CHARS = 720  # ... and is shown up to this many characters
 # An outline "relies on" an evidence it did not select when it repeats this share of the statement's units (content
 # words, Chinese character bigrams): the planner built the item on it, so the writer and the judges must see it.
 RELIES = 0.6
 
 
-def settled_facts(segment: Segment, phases: Sequence, events: Sequence) -> list[str]:
+def settled_facts(segment: Segment, phases: Sequence, events: Sequence, topic: str = "") -> list[str]:
     """What the simulated life settled during the segment's window — its phases' and events' own text — whether
     or not a trace carries it: an unanswerable question must not ask about it (its options would be true of the
-    life and scored wrong). Newest first, bounded."""
+    life and scored wrong). Newest first, bounded; with a `topic` (the written question and its absent topic), the
+    facts sharing TOPIC_UNITS content units with it come first and are cut only at TOPIC_CHARS: the option writer
+    of an unanswerable question about a counsellor's fee found the one event that might settle it cut off ("…")."""
     lo, hi = segment.window.start, segment.window.end
     lines = [(e.time.date(), f"{e.time.date().isoformat()} {e.title}: {e.description}") for e in events
              if lo <= e.time.date() <= hi]
     lines += [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
               if p.start <= hi and p.end >= lo]
-    return [clipped(text, DECIDED_CHARS) for _, text in sorted(lines, key=lambda x: x[0], reverse=True)[:DECIDED_LINES]]
+    lines.sort(key=lambda x: x[0], reverse=True)
+    about = key_units(topic)
+    near = {text for _, text in lines if about and len(key_units(text) & about) >= TOPIC_UNITS}
+    ordered = [text for _, text in lines if text in near] + [text for _, text in lines if text not in near]
+    return [clipped(text, TOPIC_CHARS if text in near else DECIDED_CHARS) for text in ordered[:DECIDED_LINES]]
 
 
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]")
