@@ -285,3 +285,17 @@ def test_a_plan_prompt_shows_the_arcs_earlier_plans_within_a_budget(people):
     assert estimate_tokens(text) - estimate_tokens(blind) <= 400 + 60, "the budget bounds the growth"
     everything, _ = prompt(earlier, None)
     assert len(everything) == 30 > len(shown)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_counter_seed_writer_may_name_the_question_s_people_in_every_set(people, language):
+    """Two capable writers left "the moderator" unnamed in every counter-seed: the question asked what he made of
+    the guide, his name stood only in a chosen set, and the prompt said not to reuse its particular details."""
+    persona, arcs = people
+    task = render("distractors_seeds.j2", language=language, persona=persona, arcs=arcs, question_type="factual",
+                  question="What did the moderator make of the guide?", question_time="2022-03-02T20:00",
+                  examples=[], others=[["Gareth Hughes posted the guide on the wiki."]], need=2, size=1)[1]["content"]
+    assert "Gareth Hughes posted" in task
+    rule = ("they may stand in every set, by the same name" if language == "en"
+            else "它们可以出现在每一组里，用同样的名字")
+    assert rule in task
