@@ -220,6 +220,11 @@ def test_settled_facts_are_the_windows_phases_and_events_newest_first_and_bounde
     facts = settled_facts(segment, [phase], [*events, outside])
     assert len(facts) == DECIDED_LINES and "after the window" not in " ".join(facts)
     assert facts[0].startswith("2022-02-20–2022-04-10 spring")  # newest end first
+    # a phase's summary is cut only at 720 characters (a planner found one cut before a talk it had to avoid)
+    summary = "exam season; " * 80
+    long_phase = phase.model_copy(update={"description": summary.strip()})
+    shown = settled_facts(segment, [long_phase], events)[0]
+    assert 600 < len(shown) <= 720 and shown.endswith("…")
     assert any("rank rose" in f for f in facts)
     # the facts about the question's matter come first and whole: an option writer of an unanswerable question
     # about a counsellor's fee found the one event that might settle it cut off

@@ -29,19 +29,22 @@ RELIES = 0.6
 def settled_facts(segment: Segment, phases: Sequence, events: Sequence, topic: str = "") -> list[str]:
     """What the simulated life settled during the segment's window — its phases' and events' own text — whether
     or not a trace carries it: an unanswerable question must not ask about it (its options would be true of the
-    life and scored wrong). Newest first, bounded; with a `topic` (the written question and its absent topic), the
-    facts sharing TOPIC_UNITS content units with it come first and are cut only at TOPIC_CHARS: the option writer
-    of an unanswerable question about a counsellor's fee found the one event that might settle it cut off ("…")."""
+    life and scored wrong). Newest first, at most DECIDED_LINES; an event cut at DECIDED_CHARS, a phase's summary
+    (a window has a few) only at TOPIC_CHARS: a planner found one cut before the talk of a promotion it had to keep
+    clear of. With a `topic` (the written question and its absent topic), the facts sharing TOPIC_UNITS content
+    units with it come first and are cut only at TOPIC_CHARS: the option writer of an unanswerable question about
+    a counsellor's fee found the one event that might settle it cut off ("…")."""
     lo, hi = segment.window.start, segment.window.end
-    lines = [(e.time.date(), f"{e.time.date().isoformat()} {e.title}: {e.description}") for e in events
-             if lo <= e.time.date() <= hi]
-    lines += [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
-              if p.start <= hi and p.end >= lo]
-    lines.sort(key=lambda x: x[0], reverse=True)
+    events_of = [(e.time.date(), f"{e.time.date().isoformat()} {e.title}: {e.description}") for e in events
+                 if lo <= e.time.date() <= hi]
+    spans = [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
+             if p.start <= hi and p.end >= lo]
+    lines = [text for _, text in sorted(events_of + spans, key=lambda x: x[0], reverse=True)]
     about = key_units(topic)
-    near = {text for _, text in lines if about and len(key_units(text) & about) >= TOPIC_UNITS}
-    ordered = [text for _, text in lines if text in near] + [text for _, text in lines if text not in near]
-    return [clipped(text, TOPIC_CHARS if text in near else DECIDED_CHARS) for text in ordered[:DECIDED_LINES]]
+    near = {text for text in lines if about and len(key_units(text) & about) >= TOPIC_UNITS}
+    whole = near | {text for _, text in spans}
+    ordered = [text for text in lines if text in near] + [text for text in lines if text not in near]
+    return [clipped(text, TOPIC_CHARS if text in whole else DECIDED_CHARS) for text in ordered[:DECIDED_LINES]]
 
 
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]")
