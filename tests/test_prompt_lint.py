@@ -177,6 +177,31 @@ def test_transitions_spread_over_the_phases_of_an_event():
     assert phases_stage.states_after(first, target, 1, 2) == target
 
 
+def test_the_change_an_event_tells_first_comes_in_its_first_phase():
+    """A writer's event had the class reunion (the opinion arc's trigger) before the deadlines were checked (the
+    experience arc's): stepping in arc order put the deadlines in the first phase and the reunion in the second."""
+    from synth.records import LifeArc
+
+    def arc(arc_id: str, dimension: str, trigger: str, label: str) -> LifeArc:
+        states = [{"label": "before", "description": "d", "trigger": "t", "cues": []},
+                  {"label": label, "description": "d", "trigger": trigger, "cues": []}]
+        return LifeArc(id=arc_id, persona_id="p", dimension=dimension, title=arc_id, description="d",
+                       anchor_states=states)
+
+    arcs = [arc("exp", "experience", "she checks the application deadlines", "preparing in earnest"),
+            arc("opi", "opinion", "a classmate's promotion at the reunion", "doubts her path")]
+    told = "At the class reunion a classmate's promotion stings; afterwards she checks three deadlines."
+    before, target = {"exp": 0, "opi": 0}, {"exp": 1, "opi": 1}
+    ordered = phases_stage.told_order(told, arcs, before, target)
+    assert list(ordered) == ["opi", "exp"] and ordered == target
+    assert phases_stage.states_after(before, ordered, 0, 2) == {"exp": 0, "opi": 1}
+    assert phases_stage.states_after(before, target, 0, 2) == {"exp": 1, "opi": 0}  # arc order: the other way
+    # untold arcs keep arc order, after the told ones; zh by character pairs
+    assert list(phases_stage.told_order("Nothing said.", arcs, before, target)) == ["exp", "opi"]
+    zh = [arc("exp", "experience", "查清申请截止时间", "开始冲刺"), arc("opi", "opinion", "同学聚会上听说升职", "动摇")]
+    assert list(phases_stage.told_order("同学聚会后，她查清了三所学校的截止时间。", zh, before, target)) == ["opi", "exp"]
+
+
 def test_a_cue_on_a_weekday_the_phase_lacks_is_marked_for_the_writer():
     """"Tells his mother the news on their Sunday call" reached in a phase of a Wednesday and a Thursday."""
     from synth.records import LifeArc

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 
 import pytest
@@ -330,7 +331,11 @@ def test_small_fake_run_with_every_source_passes_validate_and_the_outside_bias_c
     last = subprocess.run([sys.executable, str(tool), str(out), "--all"], capture_output=True, text=True,
                           check=True).stdout.strip().splitlines()[-1]
     report = json.loads(last)
-    assert report["n"] > 40 and report["key_longest_rate"] <= 0.30 and report["key_central_rate"] <= 0.30
+    # at most chance plus two standard errors of this many items (about 0.36 for 60): over four fake seeds the rates
+    # ran 0.17–0.30 (longest) and 0.07–0.25 (central), and one change elsewhere in the life moved seed 0's key-longest
+    # rate from 0.20 to 0.30; the give-aways this guards against stood at 0.62 and 0.77
+    bound = report["chance"] + 2 * math.sqrt(report["chance"] * (1 - report["chance"]) / max(report["n"], 1))
+    assert report["n"] > 40 and report["key_longest_rate"] <= bound and report["key_central_rate"] <= bound
 
 
 def test_traces_refuse_to_run_without_the_chats_the_sources_name(tmp_path):

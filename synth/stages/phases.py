@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -75,6 +76,33 @@ def states_after(before: dict[str, int], target: dict[str, int], k: int, count: 
                 missing[arc] -= 1
                 take -= 1
     return out
+
+
+_TOLD_WORD = re.compile(r"[a-z]{5,}")
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+
+
+def told_order(description: str, arcs: list[LifeArc], start: dict[str, int], target: dict[str, int]) -> dict[str, int]:
+    """`target` with its arcs in the order the major event's description tells their next change (the first place
+    a word of five letters or more, or a Chinese character pair, of the next state's trigger or label appears),
+    the arcs it does not tell after them in arc order: `states_after` steps the arcs in this order, so the phase that
+    comes first gets the change the description tells first (a writer's event had the reunion before the deadlines
+    were checked; the schedule, stepping in arc order, put the deadlines in the first phase, the reunion in the
+    second)."""
+    text = description.lower()
+    by_id = {arc.id: arc for arc in arcs}
+
+    def told_at(arc_id: str) -> float:
+        arc, k = by_id.get(arc_id), start.get(arc_id, 0) + 1
+        if arc is None or k >= len(arc.anchor_states) or target[arc_id] < k:
+            return float("inf")
+        said = f"{arc.anchor_states[k].trigger} {arc.anchor_states[k].label}".lower()
+        cues = set(_TOLD_WORD.findall(said)) | {run[i:i + 2] for run in _HAN_RUN.findall(said)
+                                                for i in range(len(run) - 1)}
+        return min((text.find(cue) for cue in cues if cue in text), default=float("inf"))
+
+    ids = list(target)
+    return {arc_id: target[arc_id] for arc_id in sorted(ids, key=lambda a: (told_at(a), ids.index(a)))}
 
 
 def phase_bounds(length: int, count: int, k: int, start: int, most: int | None = None) -> tuple[int, int]:
@@ -208,7 +236,8 @@ class PhasesRun:
         slot = phase_slot(event, k, count, previous if previous and previous.major_event_id == event.id else None,
                           most)
         start_states = state_map(previous.arc_states) if previous else {}
-        after_states = states_after(start_states, state_map(event.arc_states), k, count)
+        after_states = states_after(start_states, told_order(event.description, self.arcs, start_states,
+                                                             state_map(event.arc_states)), k, count)
         moves = arc_moves(self.arcs, start_states, after_states, (slot.date(slot.start), slot.date(slot.high)),
                           state_map(event.arc_states))
         known = self.registry(position)
