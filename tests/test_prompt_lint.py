@@ -269,6 +269,18 @@ def test_a_phase_that_reaches_no_state_is_not_asked_for_change():
     assert "逐渐变化的过程" not in text("phases_generate.j2", "zh", moves=still)
 
 
+def test_an_events_prompt_of_a_phase_that_reaches_no_state_asks_for_no_change():
+    """"Write one concrete event that shows the change from the start state to the end state", then "This phase
+    reaches no new state": a capable writer met both in one request."""
+    still_en = [{**m, "reaches": []} for m in en_case.variables("events_generate.j2", "en")["moves"]]
+    body = text("events_generate.j2", "en", moves=still_en)
+    assert "reaches no new state" in body and "the change from the start state" not in body
+    still_zh = [{**m, "reaches": []} for m in zh_case._generation("events_generate.j2")["moves"]]
+    body = text("events_generate.j2", "zh", moves=still_zh)
+    assert "没有进入新的状态" in body and "展现从开始状态到结束状态的变化" not in body
+    assert "the change from the start state" in text("events_generate.j2", "en")  # a phase that does reach one
+
+
 def test_the_day_0_snapshot_does_not_see_the_first_major_event():
     event = {**zh_case.EVENT_VIEW, "description": "病人去世，她在停车场哭了。"}
     body = text("phases_init.j2", "zh", event=event)
@@ -309,6 +321,28 @@ def test_words_said_aloud_are_never_hinted_to_a_to_do_list():
     assert hint != ["todo_list"] and hint
     plain = [said[0].model_copy(update={"statement": "Dana needs to call the bank about the loan."})]
     assert traces_stage.plan_variables({}, event, plain, 1, weights, 48, terse=terse)["suggested"] == ["todo_list"]
+
+
+def test_private_evidence_of_a_moment_alone_is_never_hinted_to_an_email():
+    """A capable planner, hinted email for private evidence of a moment with no one else in it, invented a reply to
+    a therapist's pre-appointment email that no event holds: there was no one to write it to."""
+    from synth.config import conf, settings
+    from synth.records import Event, Evidence
+
+    section = settings.parse(conf.preset_config("small")).traces
+    addressed = frozenset(section.addressed_media)
+    assert {"email", "wechat_chat"} <= addressed
+    weights = {"email": 1e9, "diary": 1e-9}  # the seeded draw alone: the email
+    alone = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 7, 21), title="t",
+                  description="d", location="", participant_ids=[])
+    kept = [Evidence(id="v", persona_id="p", event_id="e", kind="emotion", arc_ids=[], private=True,
+                     statement="She has not told anyone that she booked a therapist.")]
+    assert traces_stage.plan_variables({}, alone, kept, 1, weights, 48, addressed=addressed)["suggested"] == ["diary"]
+    # with someone in the moment, or evidence that is not private, the email stays
+    met = alone.model_copy(update={"participant_ids": ["sister"]})
+    assert traces_stage.plan_variables({}, met, kept, 1, weights, 48, addressed=addressed)["suggested"] == ["email"]
+    told = [kept[0].model_copy(update={"private": False})]
+    assert traces_stage.plan_variables({}, alone, told, 1, weights, 48, addressed=addressed)["suggested"] == ["email"]
 
 
 def test_a_trace_plan_leaves_the_length_to_the_medium():

@@ -121,6 +121,8 @@ class TracesSettings(Section):
                                          "such a persona's media mix has no work medium")
     terse_media: list[str] = knob("media of bare lines (a to-do, a calendar slot, a search): never hinted for "
                                   "evidence that quotes words said or written")
+    addressed_media: list[str] = knob("media written to someone (an email, a chat): never hinted for private "
+                                      "evidence of a moment with no one else in it")
     posted: dict[str, list[str]] = knob("medium -> words by which an evidence says where it was itself written "
                                         "(\"发了一条朋友圈\", \"wrote in his build log\"): its trace is hinted to "
                                         "that medium, not to one it was never written in")

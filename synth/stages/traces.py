@@ -151,16 +151,21 @@ QUOTED = re.compile(r"[“”\"「」『』]|(?<!\w)'[^'\n].{5,}?'(?!\w)")
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
                    max_delay: int, public: frozenset[str] = frozenset(), work: bool = True,
                    work_media: frozenset[str] = frozenset(), posted: dict[str, list[str]] | None = None,
-                   short: dict[str, int] | None = None, terse: frozenset[str] = frozenset()) -> dict:
+                   short: dict[str, int] | None = None, terse: frozenset[str] = frozenset(),
+                   addressed: frozenset[str] = frozenset()) -> dict:
     """The planner sees the persona's media with the mix as a target (percent), which of them are public, and a
     seeded hint; it chooses each medium from the evidence's privacy (marked) and the person's habits. `problems`
     (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`). The hint leaves out the
     short media when a trace must carry more than one evidence, and the `terse` media (a to-do line, a calendar
     slot) when an evidence quotes words said or written: a capable planner was hinted a to-do list for words said
-    to a partner at dinner."""
+    to a partner at dinner. Nor the `addressed` media (an email, a message) for private evidence of a moment with
+    no one else in it: there is no one to write it to (a capable planner, hinted email, invented a reply to a
+    therapist's pre-appointment email that no event holds)."""
     left_out = set(short or {}) if len(evidence) > count else set()
     if any(QUOTED.search(e.statement) for e in evidence):
         left_out |= terse
+    if not event.participant_ids and any(e.private for e in evidence):
+        left_out |= addressed
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
             "suggested": media_hint(event.id, count, hint_weights(weights, public, any(e.private for e in evidence),
@@ -236,7 +241,8 @@ class TraceWriter(TraceWriting):
         work = work_moment(event, self.relations, self.ctx.settings.chats.work_words, context.get("holidays", []))
         variables = plan_variables(context, event, evidence, self.count, self.weights, max_delay,
                                    self.rule.public_media, work, frozenset(section.work_media), section.posted,
-                                   short_media(section, self.media, self.ctx.language), frozenset(section.terse_media))
+                                   short_media(section, self.media, self.ctx.language), frozenset(section.terse_media),
+                                   frozenset(section.addressed_media))
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)
