@@ -269,6 +269,14 @@ def test_a_phase_that_reaches_no_state_is_not_asked_for_change():
     assert "逐渐变化的过程" not in text("phases_generate.j2", "zh", moves=still)
 
 
+def test_a_state_s_cues_are_shown_as_fit_where_the_person_is():
+    """A state's cue "on the phone with her mother, first says 'I want to think again'" reached in a phase she spends
+    at home with her mother: the writer had the mother call from a shift to keep to the cue's letter."""
+    en = text("phases_generate.j2", "en")
+    assert "Observable cues (shown as fits where the person is at the time" in en
+    assert "可观察的线索（以合乎此人此时处境的方式出现" in text("phases_generate.j2", "zh")
+
+
 def test_an_events_prompt_of_a_phase_that_reaches_no_state_asks_for_no_change():
     """"Write one concrete event that shows the change from the start state to the end state", then "This phase
     reaches no new state": a capable writer met both in one request."""
