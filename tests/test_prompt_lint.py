@@ -504,6 +504,12 @@ def test_a_medium_hint_follows_a_post_the_evidence_names_and_the_mix_follows_the
                                                           "where I didn't check my pulse'.", "private": True})]
     assert traces_stage.plan_variables({}, event, logged, 1, mailed, 48, posted=section.posted)["suggested"] == \
         ["note"]
+    # "wrote in his notebook" (a planner was hinted a message thread for it, to the co-founder he was avoiding)
+    noted = [logged[0].model_copy(update={"statement": "He wrote in his notebook that he could not open the "
+                                                         "spreadsheet Priya sent."})]
+    chatty = {"message_thread": 1e9, "note": 1e-9, "diary": 1e-9}
+    assert traces_stage.plan_variables({}, event, noted, 1, chatty, 48, posted=section.posted)["suggested"] == \
+        ["note"]
     unsaid = [logged[0].model_copy(update={"statement": "He didn't check his pulse once all evening."})]
     assert traces_stage.plan_variables({}, event, unsaid, 1, mailed, 48, posted=section.posted)["suggested"] == \
         ["email"]
