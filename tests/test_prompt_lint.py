@@ -405,6 +405,10 @@ def test_a_medium_sets_its_own_length_band():
 
 def test_speech_goes_where_it_can_appear():
     assert "said aloud" in text("traces_plan.j2", "en") and "当面说出口" in text("traces_plan.j2", "zh")
+    # a message thread is not where words said face to face appear (a planner was hinted one for words said at home)
+    assert "never words said face to face as they were said" in text("traces_plan.j2", "en")
+    assert "当面说的话不会原样出现在里面" in text("traces_plan.j2", "zh")
+    assert "(a message thread, a transcript)" not in text("traces_plan.j2", "en")
 
 
 # ---- questions
