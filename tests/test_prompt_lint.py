@@ -269,6 +269,14 @@ def test_a_phase_that_reaches_no_state_is_not_asked_for_change():
     assert "逐渐变化的过程" not in text("phases_generate.j2", "zh", moves=still)
 
 
+def test_an_evidence_stays_within_what_its_traces_can_hold():
+    """An evidence of a New Year's Eve event told of a doctor's visit three days later, while its one trace could
+    come at most 48 hours after the event and must not tell what happens after it: the writer could meet only one."""
+    en = text("events_generate.j2", "en", within_hours=48)
+    assert "within 48 hours of it" in en and "is an event of its own" in en
+    assert "事件之后 48 小时之内" in text("events_generate.j2", "zh", within_hours=48)
+
+
 def test_a_state_s_cues_are_shown_as_fit_where_the_person_is():
     """A state's cue "on the phone with her mother, first says 'I want to think again'" reached in a phase she spends
     at home with her mother: the writer had the mother call from a shift to keep to the cue's letter."""

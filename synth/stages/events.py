@@ -285,7 +285,9 @@ class EventsRun:
                  for e in sorted(written, key=lambda e: e.time) if e.phase_id == phase.id]
         variables = events_variables(self.persona, self.arcs, major, phase, quota, list(people),
                                      {**self.context(phase), "newcomers": self.section.new_people,
-                                      "filler": fill is not None, "written": shown}, window)
+                                      "filler": fill is not None, "written": shown,
+                                      # an evidence tells what its traces can hold: they come at most this long after
+                                      "within_hours": self.ctx.settings.traces.max_delay_hours}, window)
         estimate = quota.count * (220 + quota.max_evidence * 90)
         answer = await self.ctx.ask("events", "events_generate.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, estimate))
