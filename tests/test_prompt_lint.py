@@ -528,6 +528,8 @@ def test_a_medium_hint_follows_a_post_the_evidence_names_and_the_mix_follows_the
     assert "work_chat" in media_weights(section, "zh", "一家物流公司的调度员")
     assert "work_chat" not in media_weights(section, "zh", "成都一所大学的社会学研究生")
     assert "work_chat" not in media_weights(section, "zh", "退休中学教师")
+    # a freelancer (a writer was given 12% DingTalk/WeCom for a freelance delivery rider and tutor)
+    assert "work_chat" not in media_weights(section, "zh", "自由职业状态：主要在美团跑外卖骑手，兼做家教")
 
 
 def test_the_tree_memory_schemas_offer_native_labels_in_chinese_and_map_back():
