@@ -37,15 +37,20 @@ def tiny_dataset(tmp_path_factory) -> Path:
     The fake's random judges keep about a third of tiny's one or two items, and every prompt edit reshuffles its
     answers: the tests downstream need a kept item (to click, export and compare), so the first of TINY_SEEDS whose
     run keeps one is used. Twelve misses in a row mean the filters reject everything, which is a bug to look at."""
-    root = tmp_path_factory.mktemp("tiny")
-    for seed in TINY_SEEDS:
+    return tiny_run_with_item(tmp_path_factory.mktemp("tiny"), TINY_SEEDS)
+
+
+def tiny_run_with_item(root: Path, seeds, *args: str, files: tuple[str, ...] = ("final.jsonl",)) -> Path:
+    """The first of `seeds` whose `synth run --preset tiny --provider fake` (with `args`) wrote an item to one of
+    `files` of a persona: its output directory under `root`."""
+    for seed in seeds:
         out = root / f"seed{seed}" / "data"
         result = run_synth("run", "--preset", "tiny", "--provider", "fake", "--out", str(out), "--personas",
-                           str(PERSONAS), "--seed", str(seed))
+                           str(PERSONAS), *args, "--seed", str(seed))
         assert result.returncode == 0, f"tiny fake run failed ({result.returncode}):\n{result.stderr[-3000:]}"
-        if any(p.read_text().strip() for p in out.glob("*/final.jsonl")):
+        if any(p.read_text().strip() for name in files for p in out.glob(f"*/{name}")):
             return out
-    raise AssertionError(f"no tiny fake run with a seed in {TINY_SEEDS} kept an item")
+    raise AssertionError(f"no tiny fake run with a seed in {list(seeds)} wrote an item to {files}")
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import TINY_SEEDS
-from kit import PERSONAS, REPO, run_synth
+from conftest import TINY_SEEDS, tiny_run_with_item
+from kit import REPO, run_synth
 
 from synth.core.jsonl import read_dicts as read_jsonl
 from synth.release.browse import site_data
@@ -38,16 +38,8 @@ def site_zh(tmp_path_factory) -> Path:
     """A Chinese persona's tiny fake run that wrote an item to click (kept or rejected): the first seed of 1, then
     conftest's TINY_SEEDS, whose run did — every prompt edit reshuffles the fake's answers (seed 1 alone once
     planned no item at all)."""
-    root = tmp_path_factory.mktemp("browse_zh")
-    for seed in (1, *TINY_SEEDS):
-        out = root / f"seed{seed}" / "data"
-        result = run_synth("run", "--preset", "tiny", "--provider", "fake", "--out", str(out), "--personas",
-                           str(PERSONAS), "--persona", "p03_xiaoyu", "--seed", str(seed))
-        assert result.returncode == 0, result.stderr[-2000:]
-        if any(p.read_text().strip() for pattern in ("*/final.jsonl", "*/rejected.jsonl") for p in out.glob(pattern)):
-            break
-    else:
-        raise AssertionError("no tiny fake run of p03_xiaoyu wrote an item")
+    out = tiny_run_with_item(tmp_path_factory.mktemp("browse_zh"), (1, *TINY_SEEDS), "--persona", "p03_xiaoyu",
+                             files=("final.jsonl", "rejected.jsonl"))
     result = run_synth("browse", "--out", str(out))
     assert result.returncode == 0, result.stderr
     return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -13,6 +12,7 @@ from pydantic import BaseModel, Field, create_model
 from synth.core.calendar import country_of, days_needed, holidays_between, weekdays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.registry_view import bounded_registry
+from synth.quality.label_check import key_units
 from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Snapshot, mint_id
 from synth.stages.common import Newcomer, arc_moves, event_view, newcomers, persona_and_arcs, state_map
 
@@ -78,13 +78,10 @@ def states_after(before: dict[str, int], target: dict[str, int], k: int, count: 
     return out
 
 
-_TOLD_WORD = re.compile(r"[a-z]{5,}")
-_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
-
-
 def told_order(description: str, arcs: list[LifeArc], start: dict[str, int], target: dict[str, int]) -> dict[str, int]:
     """`target` with its arcs in the order the major event's description tells their next change (the first place
-    a word of five letters or more, or a Chinese character pair, of the next state's trigger or label appears),
+    a content unit of the next state's trigger or label appears: a stemmed word of five letters or more, or a
+    Chinese character pair — `key_units`, whose stems are prefixes of the words they come from),
     the arcs it does not tell after them in arc order: `states_after` steps the arcs in this order, so the phase that
     comes first gets the change the description tells first (a writer's event had the reunion before the deadlines
     were checked; the schedule, stepping in arc order, put the deadlines in the first phase, the reunion in the
@@ -96,13 +93,12 @@ def told_order(description: str, arcs: list[LifeArc], start: dict[str, int], tar
         arc, k = by_id.get(arc_id), start.get(arc_id, 0) + 1
         if arc is None or k >= len(arc.anchor_states) or target[arc_id] < k:
             return float("inf")
-        said = f"{arc.anchor_states[k].trigger} {arc.anchor_states[k].label}".lower()
-        cues = set(_TOLD_WORD.findall(said)) | {run[i:i + 2] for run in _HAN_RUN.findall(said)
-                                                for i in range(len(run) - 1)}
+        said = key_units(f"{arc.anchor_states[k].trigger} {arc.anchor_states[k].label}")
+        cues = {unit for unit in said if len(unit) >= 5 or not unit.isascii()}
         return min((text.find(cue) for cue in cues if cue in text), default=float("inf"))
 
-    ids = list(target)
-    return {arc_id: target[arc_id] for arc_id in sorted(ids, key=lambda a: (told_at(a), ids.index(a)))}
+    order = sorted(enumerate(target), key=lambda pair: (told_at(pair[1]), pair[0]))
+    return {arc_id: target[arc_id] for _, arc_id in order}
 
 
 def phase_bounds(length: int, count: int, k: int, start: int, most: int | None = None) -> tuple[int, int]:
