@@ -225,6 +225,27 @@ def test_whoever_a_phase_names_is_registered_and_an_unmet_trigger_person_goes_by
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
+def test_someone_a_state_names_by_role_stays_unnamed_and_ordinary_days_leave_open_matters_open(language):
+    """A capable writer met a state's cue "asks the apprentice to take the heavy jobs" with no apprentice listed,
+    while new_people was only for someone who "enters the life" (he had worked there for years); another met an
+    everyday stretch crossing the month's end by which a boss wanted her answer, under a bare "no turning point"."""
+    import template_cases_en as en_case
+    import template_cases_zh as zh_case
+
+    view = (en_case if language == "en" else zh_case).EVENT_VIEW
+    major = text("phases_generate.j2", language)
+    everyday = text("phases_generate.j2", language, event={**view, "kind": "everyday"})
+    if language == "en":
+        assert 'someone the profile or a state above mentions without a listed name keeps to how it is mentioned' in major
+        assert "Someone who enters the life, or is first named, in this phase" in major
+        assert "a matter earlier phases left open stays open" in everyday
+    else:
+        assert "档案或上面的状态提到、却没有列出名字的人，照那里的说法称呼" in major
+        assert "新出现或第一次被叫出名字" in major
+        assert "之前悬而未决的事，在这段日子里仍然悬着" in everyday
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
 def test_a_gap_filler_shows_its_major_event_and_the_phases_events_already_written(language):
     """A filler's prompt said "Everyday life: no major event" inside a phase of a major event, and did not show the
     events the phase already had (a 75-day capable-writer run)."""
