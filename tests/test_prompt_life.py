@@ -246,6 +246,15 @@ def test_someone_a_state_names_by_role_stays_unnamed_and_ordinary_days_leave_ope
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
+def test_phases_and_snapshots_give_what_is_still_to_come_no_date(language):
+    """A phase said applications "open mid-September" and its snapshot kept it, while the event planned for the
+    application (which phases do not see) had her submit by 09-07: the writer had to move the opening."""
+    rule = ("Give nothing still to come a date of its own" if language == "en" else "还没发生的事（截止日期、考试、开放申请）不要定下日子")
+    assert rule in text("phases_generate.j2", language)
+    assert rule in text("phases_update.j2", language)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
 def test_a_gap_filler_shows_its_major_event_and_the_phases_events_already_written(language):
     """A filler's prompt said "Everyday life: no major event" inside a phase of a major event, and did not show the
     events the phase already had (a 75-day capable-writer run)."""
