@@ -63,6 +63,11 @@ def test_an_outline_may_name_a_date_its_evidence_states_however_worded():
     undated_outline(SimpleNamespace(outline="三月里他在日记里写了什么", evidence=[2]), segment=seg, traces=pool)
     with pytest.raises(ValueError, match="outline: names"):
         undated_outline(SimpleNamespace(outline="七月里他在日记里写了什么", evidence=[2]), segment=seg, traces=pool)
+    # a day in Chinese numerals names the evidence's day too ("九月九日" was refused against "9月9日")
+    undated_outline(SimpleNamespace(outline="他三月九日要做什么", evidence=[2]), segment=seg, traces=pool)
+    for other in ("他三月十九日要做什么", "他十二月九号要做什么"):
+        with pytest.raises(ValueError, match="outline: names"):
+            undated_outline(SimpleNamespace(outline=other, evidence=[2]), segment=seg, traces=pool)
     for stray in ("What she found on Friday", "Ask about the talk on March 5", "What happened on March 1", "她3月12日做了什么"):
         with pytest.raises(ValueError, match="outline: names"):
             undated_outline(SimpleNamespace(outline=stray, evidence=[1, 2]), segment=seg, traces=pool)

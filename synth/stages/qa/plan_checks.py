@@ -83,8 +83,22 @@ _MON = "|".join(m[:3].capitalize() + f"(?:{m[3:]})?" for m in _MONTHS)
 _EN_DATE = re.compile(rf"\b(?:({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?\s+of\s+({_MON}))\b")
 
 
-# a Chinese month (and day) in digits, however spaced or padded: "3 月 4 日", "03月04号", "３月４日" → "3月4日"
-_ZH_DATE = re.compile(r"([0-9０-９]{1,2})\s*月(?:\s*([0-9０-９]{1,2})\s*[日号])?")
+# a Chinese month (and day) in digits or numerals, however spaced or padded: "3 月 4 日", "03月04号", "３月４日",
+# "三月四日" → "3月4日" (a capable writer's "九月九日" was refused against evidence saying "9月9日")
+_ZH_NUMBER = r"[0-9０-９]{1,2}|[一二三四五六七八九十]{1,3}"
+_ZH_DATE = re.compile(rf"({_ZH_NUMBER})\s*月(?:\s*({_ZH_NUMBER})\s*[日号])?")
+_ZH_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九", 1)}
+
+
+def _zh_int(written: str) -> int:
+    """A month or day as a number, from digits (any width) or Chinese numerals up to 三十一 ("十二" → 12)."""
+    written = unicodedata.normalize("NFKC", written)
+    if written.isdigit():
+        return int(written)
+    tens, _, ones = written.rpartition("十")
+    if "十" not in written:
+        return _ZH_DIGITS.get(written, 0)
+    return (_ZH_DIGITS.get(tens, 0) if tens else 1) * 10 + _ZH_DIGITS.get(ones, 0)
 
 
 def _canonical(text: str) -> str:
@@ -96,8 +110,8 @@ def _canonical(text: str) -> str:
         return f"{next(x for x in _MONTHS if x.startswith(month[:3].lower()))} {int(number)}"
 
     def zh_day(m: re.Match) -> str:
-        month = int(unicodedata.normalize("NFKC", m.group(1)))
-        return f"{month}月{int(unicodedata.normalize('NFKC', m.group(2)))}日" if m.group(2) else f"{month}月"
+        month = _zh_int(m.group(1))
+        return f"{month}月{_zh_int(m.group(2))}日" if m.group(2) else f"{month}月"
     text = _ZH_DATE.sub(zh_day, _EN_DATE.sub(day, text))
     return ZH_WEEKDAY.sub(lambda m: "周" + ("日" if m.group(1) == "天" else m.group(1)), text.lower())
 
