@@ -18,6 +18,7 @@ from synth.llm.base import LLMRequest
 from synth.quality.label_check import unlabelled_evidence
 from synth.records import AnchorState, ArcState, Event, Evidence, LifeArc, MajorEvent, Phase, Snapshot, Trace
 from synth.stages import traces
+from synth.stages.common import state_map
 
 STATES = 4
 # major event 0 is aligned to these anchor indices (arc by arc), major event 1 to the next row
@@ -166,6 +167,30 @@ def test_arcs_so_far_show_the_states_reached_when_the_phase_begins():
     assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, traces.reached_states(phases, 0))] == [1, 1, 1]
     assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, traces.reached_states(phases, 1))] == [1, 2, 1]
     assert [len(a["anchor_states"]) for a in traces.arcs_so_far(arcs, {"arc0": 9})] == [4, 1, 1], "capped"
+
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_arc_the_phase_moves_on_is_shown_as_its_start_state_and_marked_changing(language):
+    """A capable writer met a knee "now: ignoring the pain" for an event six days after the knee gave way: the
+    state shown is the phase's start, and the phase moves it on. The prompt says so, never naming the state ahead."""
+    records = world()
+    phases, arcs = records["phases.jsonl"], records["arcs.jsonl"]
+    moved = traces.arcs_so_far(arcs, traces.reached_states(phases, 0), state_map(phases[0].arc_states))
+    assert [a["moving"] for a in traces.moment_arcs(moved, None)] == [False, True, False]
+    mark = "this phase changes it" if language == "en" else "这个阶段里它在变"
+    for at in (0, 1):
+        event, evidence = records["events.jsonl"][at], records["evidence.jsonl"][3 * at:3 * at + 3]
+        who = maya().model_copy(update={"language": language}).model_dump(mode="json")
+        context = traces.event_context(
+            who, traces.arcs_so_far(arcs, traces.reached_states(phases, at), state_map(phases[at].arc_states)),
+            traces.snapshot_history(phases, at), event,
+            {"arc_ids": [f"arc{i}" for i in TOUCHED[at]], "media": ["diary"], "targets": {"diary": 100}, "public": []})
+        _, task = (m["content"] for m in render("traces_plan.j2", language=language,
+                                                **traces.plan_variables(context, event, evidence, 2, {"diary": 1.0}, 12)))
+        assert_no_future(task, at, f"END-OF-PHASE-{at}")
+        # event 0 touches arc 0, which its phase leaves as it is; event 1 touches arcs 0 and 1, both moved on
+        assert task.count(mark) == (0 if at == 0 else 2), (at, task)
 
 
 # ------------------------------------------------------------------------ a writer sees only what it carries

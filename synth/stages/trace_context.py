@@ -25,19 +25,30 @@ def reached_states(phases: list[Phase], at: int) -> dict[str, int]:
     return {s.arc_id: s.anchor_index for s in phases[at - 1].arc_states} if at > 0 else {}
 
 
-def arcs_so_far(arcs: list[LifeArc], reached: dict[str, int]) -> list[dict]:
+def arcs_so_far(arcs: list[LifeArc], reached: dict[str, int], ending: dict[str, int] | None = None) -> list[dict]:
     """The arcs as a trace sees them: each one's anchor states cut after the one reached (`reached`: arc id →
-    index), so a later state's label or description is never even a prompt variable."""
-    return [{**view, "anchor_states": view["anchor_states"][:min(reached.get(arc.id, 0), len(arc.anchor_states) - 1) + 1]}
-            for arc, view in zip(arcs, arc_views(arcs), strict=True)]
+    index), so a later state's label or description is never even a prompt variable. With the phase's end states
+    (`ending`), an arc the phase moves on is marked `moving` — never with the state it moves to: a capable writer
+    met a knee "now: ignoring the pain" for an event six days after the knee gave way, inside the phase that
+    changed it."""
+    ending = ending or {}
+    out = []
+    for arc, view in zip(arcs, arc_views(arcs), strict=True):
+        top = len(arc.anchor_states) - 1
+        now = min(reached.get(arc.id, 0), top)
+        out.append({**view, "anchor_states": view["anchor_states"][:now + 1],
+                    "moving": min(ending.get(arc.id, now), top) > now})
+    return out
 
 
 def moment_arcs(arcs: list[dict], arc_ids: list[str] | None) -> list[dict]:
     """The arcs the moment shows with where each stands: only those the event's evidence touches (`arc_ids`; None:
-    all), each with the one state reached (`index`, `state`) — the states before it are history the writer does
-    not need, the titles of all arcs are in the prompt's prefix."""
+    all), each with the one state reached when the phase began (`index`, `state`) and whether the phase moves it
+    on (`moving`) — the states before it are history the writer does not need, the titles of all arcs are in the
+    prompt's prefix."""
     touched = None if arc_ids is None else set(arc_ids)
-    return [{"id": a["id"], "label": a["label"], "index": len(a["anchor_states"]) - 1, "state": a["anchor_states"][-1]}
+    return [{"id": a["id"], "label": a["label"], "index": len(a["anchor_states"]) - 1, "state": a["anchor_states"][-1],
+             "moving": a.get("moving", False)}
             for a in arcs if a["anchor_states"] and (touched is None or a["id"] in touched)]
 
 

@@ -25,6 +25,7 @@ from synth.stages.common import (  # noqa: F401  (re-exported)
     media_weights,
     medium_band,
     short_media,
+    state_map,
     suggest_media,
     work_moment,
 )
@@ -218,7 +219,7 @@ class TraceWriter(TraceWriting):
         if not evidence:
             return {"traces.jsonl": []}
         at = self.phase_at[event.phase_id]
-        arcs = arcs_so_far(self.arcs, reached_states(self.phases, at))
+        arcs = arcs_so_far(self.arcs, reached_states(self.phases, at), state_map(self.phases[at].arc_states))
         max_delay = max_delay_hours(event, self.persona, self.delay_limit)
         context = event_context(self.persona_view, arcs, snapshot_history(self.phases, at), event,
                                 {**self.moment.extra(event, self.phases[at], evidence, max_delay), **self.media_view})
