@@ -639,3 +639,21 @@ def test_a_question_asks_one_matter_in_at_most_two_parts():
     guessed = [{"question": "q", "answer": "a", "reason": "r"}]
     assert "not several at once" in body("en", guessed=guessed)
     assert "不要一次问好几处" in body("zh", guessed=guessed)
+
+
+
+def test_a_rewritten_question_keeps_its_types_reasoning():
+    """Asked for "one thing no one could guess", capable writers turned guessable pattern, causal, inference and
+    counterfactual questions into factual ones (a quoted detail): the particular asked for is the type's own."""
+    guessed = [{"question": "q", "answer": "a", "reason": "r"}]
+    for question_type, en, zh in (("pattern", "which occasions in the records show the habit", "哪几次显出这个习惯"),
+                                  ("counterfactual", "which real consequence", "哪个真实的后果"),
+                                  ("inference", "what the person did or said that shows it", "显出了这一点")):
+        values = zh_case._qa("qa_write.j2", question_type)
+        persona = values.pop("persona")
+        for language, wanted in (("en", en), ("zh", zh)):
+            text = "\n".join(m["content"] for m in render("qa_write.j2", language=language, persona=persona,
+                                                          **{**values, "guessed": guessed}))
+            assert wanted in text, (question_type, language)
+            plain = "\n".join(m["content"] for m in render("qa_write.j2", language=language, persona=persona, **values))
+            assert wanted not in plain, "only a rewrite is told"
