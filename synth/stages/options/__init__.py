@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from synth.engine.stage import StageContext
@@ -162,11 +163,12 @@ class Seeder:
         ordered = render.shuffled(qa, chosen, number)
         cap = self.ctx.section.option_chars[self.ctx.language]
         lo, hi = render.band(qa, cap)
-        room = 4 * (hi + 60) if self.ctx.language == "zh" else 4 * (hi // 3 + 60)
-        rendered = await self.ctx.ask("distractors_render", "distractors_render.j2",
-                                      render.render_variables(qa, self.ctx.persona, ordered, feedback, cap),
-                                      render.Rendered,
-                                      max_tokens=answer_tokens(self.ctx, room + 120))
+        room = hi + 60 if self.ctx.language == "zh" else hi // 3 + 60
+        rendered = await asyncio.gather(*(
+            self.ctx.ask("distractors_render", "distractors_render.j2",
+                         render.render_variables(qa, self.ctx.persona, seed, feedback, cap), render.Rendered,
+                         max_tokens=answer_tokens(self.ctx, room + 40))
+            for seed in ordered))
         return render.mapped(ordered, rendered), render.unanswering(ordered, rendered)
 
     def copied(self, texts: list[str]) -> str:

@@ -18,14 +18,11 @@ COPY_MIN_CHARS = {"en": 40, "zh": 15}  # a sentence this long found verbatim in 
 
 
 class Rendered(BaseModel):
-    """One field per statement set: the schema itself asks for each of the four exactly once; `unanswered`: the
-    sets that cannot answer the question as asked (the renderer is blind to the key: it judges all four alike)."""
+    """One statement set written as this person's answer; `cannot_answer`: the set cannot answer the question as
+    asked (the renderer sees one set, never which is true, nor the other three)."""
 
-    option_1: str = Field(min_length=1)
-    option_2: str = Field(min_length=1)
-    option_3: str = Field(min_length=1)
-    option_4: str = Field(min_length=1)
-    unanswered: list[Literal[1, 2, 3, 4]] = Field(default_factory=list, max_length=4)
+    answer: str = Field(min_length=1)
+    cannot_answer: bool = False
 
 
 class CounterSeed(BaseModel):
@@ -66,29 +63,29 @@ def band(qa: QA, cap: int) -> tuple[int, int]:
     return max(1, int(target * BAND[0])), max(2, int(round(target * BAND[1])))
 
 
-def render_variables(qa: QA, persona, ordered: list[OptionSeed], feedback: list[dict], cap: int) -> dict:
-    """The renderer's prompt: the person, the question and the seeds as numbered statement lists — nothing about
-    which is true, which came from the records and which was written, or what the reference answer says."""
+def render_variables(qa: QA, persona, seed: OptionSeed, feedback: list[dict], cap: int) -> dict:
+    """One renderer prompt: the person, the question and one seed's statements — nothing about whether it is true,
+    whether it came from the records or was written, what the other sets say, or what the reference answer says.
+    One call per set: a renderer writing all four to one question recombined what the sets share, and capable
+    readers picked the key as the rendered answers' hub ("studio with B, counsellor with D")."""
     lo, hi = band(qa, cap)
     # no arcs: their anchor states tell which answer fits where the life is going, so a renderer that saw them
     # could write the true set as the one that fits (a writer noted an option ruled out by an arc's direction)
     return {"persona": persona, "arcs": [], "question_type": qa.question_type,
             "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
-            "seeds": [{"number": n, "statements": s.statements} for n, s in enumerate(ordered, 1)],
-            "min_chars": lo, "max_chars": hi, "feedback": feedback}
+            "statements": seed.statements, "min_chars": lo, "max_chars": hi, "feedback": feedback}
 
 
-def mapped(ordered: list[OptionSeed], rendered: Rendered) -> list[tuple[OptionSeed, str]]:
-    """Each seed with its rendering, in the renderer's order."""
-    return [(seed, getattr(rendered, f"option_{n}").strip()) for n, seed in enumerate(ordered, 1)]
+def mapped(ordered: list[OptionSeed], rendered: list[Rendered]) -> list[tuple[OptionSeed, str]]:
+    """Each seed with its rendering, in the drawn order."""
+    return [(seed, one.answer.strip()) for seed, one in zip(ordered, rendered, strict=True)]
 
 
-def unanswering(ordered: list[OptionSeed], rendered: Rendered) -> list[OptionSeed]:
+def unanswering(ordered: list[OptionSeed], rendered: list[Rendered]) -> list[OptionSeed]:
     """The distractor seeds the renderer found unable to answer the question as asked (a set about investor calls
     for "who checked on you"; one without numbers for "what numbers did you give"): a reader without the records
     sets their options aside by the question's premise alone. The key's own set is never replaced."""
-    return [ordered[n - 1] for n in sorted(set(rendered.unanswered))
-            if n <= len(ordered) and ordered[n - 1].role == "distractor"]
+    return [seed for seed, one in zip(ordered, rendered, strict=True) if one.cannot_answer and seed.role == "distractor"]
 
 
 _SENTENCE = re.compile(r"[^.!?。！？;；\n]+")
