@@ -28,7 +28,7 @@ FIELD_NAMES = {
     "why_wrong", "supported", "confidence", "truthfulness", "consistency", "covered_items", "helpfulness",
     "states_answer", "options",
     # options rendered blind to the key; the open question's reader and judge
-    "question_favours_option", "option_N", "statements", "matches", "unanswered",
+    "question_favours_option", "statements", "matches", "cannot_answer",
     # the lived-life planner's fields (issue 15)
     "new_people", "new_places", "relation", "reasons", "private", "revealed", "experience", "opinion",
     # the memory systems of synth eval (issue 16)
@@ -219,8 +219,7 @@ def _qa(name: str, question_type: str) -> dict | None:
                                                "reason": "太长。", "blind_correct": True, "unsupported": "C"}]},
         "distractors_validate.j2": {**QUESTION, "choices": CHOICES},
         "distractors_render.j2": {**common, **QUESTION, "min_chars": 15, "max_chars": 25,
-                                  "seeds": [{"number": n, "statements": ["周会上她让每个人先说自己的困难。"]}
-                                            for n in range(1, 5)],
+                                  "statements": ["周会上她让每个人先说自己的困难。"],
                                   "feedback": [{"round": 1, "kinds": ["key_longest", "key_entity_central",
                                                                       "copied_sentence"],
                                                 "reason": "太长。", "favours": True, "unfaithful": True}]},

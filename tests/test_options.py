@@ -109,28 +109,35 @@ def four(statements: list[str], key: int) -> list[OptionSeed]:
                        invented=n == 3) for n, s in enumerate(statements)]
 
 
-def renderer_prompt(world: QAWorld, qa: QA, seeds_: list[OptionSeed], number: int = 1) -> str:
+def renderer_prompts(world: QAWorld, qa: QA, seeds_: list[OptionSeed], number: int = 1) -> list[str]:
+    """The renderer's prompts of one round, one per seed, in the drawn order."""
     from synth.config.prompts import render_text
     from synth.records import Persona
 
     ordered = render.shuffled(qa, seeds_, number)
     [persona] = world.read("persona.jsonl", Persona)
-    return render_text("distractors_render.j2", language="en", **render.render_variables(qa, persona, ordered, [], 180))
+    return [render_text("distractors_render.j2", language="en", **render.render_variables(qa, persona, seed, [], 180))
+            for seed in ordered]
 
 
 def test_the_renderer_prompt_is_the_same_whichever_seed_is_true_or_invented(tmp_path):
     world = QAWorld(tmp_path / "out")
     qa = item("causal", [8])
     texts = ["He moved out in March.", "He quit the choir.", "He bought a bike.", "He called his sister."]
-    prompts = {renderer_prompt(world, qa, four(texts, key)) for key in range(4)}
-    assert len(prompts) == 1  # no mark of the true seed (nor of the invented one) anywhere in it
-    prompt = prompts.pop()
-    assert ANSWER not in prompt and "invented" not in prompt.lower() and "correct" not in prompt.lower()
+    rounds = {tuple(renderer_prompts(world, qa, four(texts, key))) for key in range(4)}
+    assert len(rounds) == 1  # no mark of the true seed (nor of the invented one) anywhere in them
+    prompts = rounds.pop()
+    for prompt, text in zip(prompts, [s.statements[0] for s in render.shuffled(qa, four(texts, 0), 1)], strict=True):
+        assert ANSWER not in prompt and "invented" not in prompt.lower() and "correct" not in prompt.lower()
+        # one set per call: the renderer never sees the other three (a renderer writing all four to one question
+        # recombined what the sets share, and readers picked the key as the rendered answers' hub)
+        assert text in prompt and sum(other in prompt for other in texts) == 1
     from synth.records import LifeArc
 
     arcs = world.read("arcs.jsonl", LifeArc)
-    assert arcs and not any(s.label in prompt for a in arcs for s in a.anchor_states[1:]), "no arc's later states"
-    # the true seed's number is spread over the items, not fixed
+    assert arcs and not any(s.label in p for p in prompts for a in arcs for s in a.anchor_states[1:]), \
+        "no arc's later states"
+    # the true seed's place is spread over the items, not fixed
     places = {[n for n, s in enumerate(render.shuffled(qa.model_copy(update={"id": f"q{i}"}), four(texts, 0), 1))
                if s.role == "key"][0] for i in range(40)}
     assert places == {0, 1, 2, 3}
@@ -161,6 +168,11 @@ def test_counter_seeds_must_have_as_many_statements_as_the_key():
 KEY_MARK = "Statement 0.0"  # the hand-made item's evidence (test_qa_stages.hand_qa)
 
 
+def rendering_round(prompt: str) -> int:
+    """The round a renderer prompt is for: one more than the rounds it says were sent back."""
+    return 1 + len(re.findall(r"^- round \d+:", prompt, flags=re.M))
+
+
 class ByRule:
     """Answers by task: the renderer writes each statement set as an answer (tagged with its round); the reader
     picks the key's rendering in the first `key_picks` rounds, another option after; the verify judge agrees."""
@@ -176,9 +188,9 @@ class ByRule:
         prompt = request.messages[-1]["content"]
         if request.task == "distractors_render":
             self.renders += 1
-            sets = re.findall(r"Statement set (\d):\n((?:- .*\n)+)", prompt)
-            return {f"option_{n}": f"Round {self.renders}, honestly it came down to this: "
-                    + " and ".join(line[2:] for line in body.strip().splitlines()) + "." for n, body in sets}
+            body = re.search(r"Statement set:\n((?:- .*\n)+)", prompt).group(1)
+            return {"answer": f"Round {rendering_round(prompt)}, honestly it came down to this: "
+                    + " and ".join(line[2:] for line in body.strip().splitlines()) + ".", "cannot_answer": False}
         if request.task == "distractors_seeds":
             need, size = map(int, re.search(r"Write (\d) statement sets? of (\d)", prompt).groups())
             sets = [{"statements": [f"Other 9{k}.{n}: a walk by the canal on day {k} with cousin {n}"
@@ -216,7 +228,7 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
     qa = hand_qa(world)  # causal: a seeded type
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
-    assert [r.task for r in provider.seen] == ["distractors_render", "distractors_validate"] * 2 + [
+    assert [r.task for r in provider.seen] == (["distractors_render"] * 4 + ["distractors_validate"]) * 2 + [
         "distractors_verify"]
     assert [(r.round, r.too_easy, r.blind_correct) for r in mcq.refinement] == [(1, True, True), (2, False, False)]
     # the key is the second round's rendering of the true seed, at the item's balanced position; the free-text
@@ -232,15 +244,17 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
     # the reader's own words (which describe the option it picked: the key's content, when it was right) never
     # reach the renderer; the kinds of cue it named do, as advice for all four
     assert not any("READER-REASON" in r for r in renders)
-    assert "picked one by the question's premise" in renders[1] and "by its length or detail" in renders[1]
+    assert all("picked one by the question's premise" in r and "by its length or detail" in r for r in renders[4:])
+    assert not any("picked one by" in r for r in renders[:4])
     for prompt in [*renders, *prompts_of(provider, "distractors_validate")]:
         # no mark of the true option: not the reference answer, not the reader's hit, no records
         assert ANSWER not in prompt and "picked the correct" not in prompt and "SECRET TRACE" not in prompt
         assert "marked correct" not in prompt
     for prompt in renders:
-        assert prompt.count("Statement set ") == 4 and KEY_MARK in prompt and "correct" not in prompt.lower()
+        assert prompt.count("Statement set:") == 1 and "correct" not in prompt.lower()
+    assert sum(KEY_MARK in prompt for prompt in renders) == 2  # the key's set: one call of each round
     lo, hi = render.band(qa, 180)  # the preset's [distractors] option_chars for English
-    assert f"each {lo}–{hi} characters" in renders[0]
+    assert all(f"{lo}–{hi} characters" in prompt for prompt in renders)
 
 
 def test_a_seed_the_verify_judge_finds_also_true_is_replaced(tmp_path):
@@ -254,7 +268,7 @@ def test_a_seed_the_verify_judge_finds_also_true_is_replaced(tmp_path):
     renders = prompts_of(provider, "distractors_render")
     dropped = re.search(rf"{first.also_true[0]}\. Round 1, honestly it came down to this: (.*)\.",
                         prompts_of(provider, "distractors_verify")[0]).group(1)
-    assert dropped in renders[0] and dropped not in renders[1]
+    assert any(dropped in r for r in renders[:4]) and not any(dropped in r for r in renders[4:])
 
 
 def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_path):
@@ -267,13 +281,14 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
     write_atomic(world.dir / "qa.jsonl", [qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20)})])
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
-    assert [r.task for r in provider.seen][:2] == ["distractors_seeds", "distractors_render"]
+    assert [r.task for r in provider.seen][:5] == ["distractors_seeds"] + ["distractors_render"] * 4
     assert sorted(s.invented for s in mcq.option_seeds) == [False, True, True, True]
     assert all(not s.evidence_ids for s in mcq.option_seeds if s.invented)
-    [render_prompt] = prompts_of(provider, "distractors_render")
-    assert "invented" not in render_prompt.lower() and "counter" not in render_prompt.lower()
+    render_prompts = prompts_of(provider, "distractors_render")
+    assert len(render_prompts) == 4
+    assert not any("invented" in r.lower() or "counter" in r.lower() for r in render_prompts)
     # the counter-seeds read like any other statement set
-    assert re.search(r"Statement set \d:\n- Other 90\.0", render_prompt)
+    assert any(re.search(r"Statement set:\n- Other 90\.0", r) for r in render_prompts)
     # the counter-seed writer is never shown the key: sets written around the true one orbit it (a capable writer
     # put its dates one day either side of the key's)
     [seeds_prompt] = prompts_of(provider, "distractors_seeds")
@@ -496,17 +511,32 @@ class Unfit(ByRule):
         self.times = times  # how many renderings in a row flag every set
         self.flagged: list[list[str]] = []
 
+    def key_renders(self, request: LLMRequest) -> int:
+        """Which rendering of the round this call belongs to: the key's set is rendered once in each, last (the
+        tests put it last, `key_last`)."""
+        return 1 + sum(KEY_MARK in r.messages[-1]["content"] for r in self.seen[:-1] if r.task == "distractors_render")
+
+
     def reply(self, request: LLMRequest) -> dict:
         answer = super().reply(request)
-        if request.task == "distractors_render" and self.renders <= self.times:
-            sets = re.findall(r"Statement set (\d):\n((?:- .*\n)+)", request.messages[-1]["content"])
-            self.flagged += [[line[2:] for line in body.strip().splitlines()] for _, body in sets]
+        if request.task == "distractors_render" and self.key_renders(request) <= self.times:
+            body = re.search(r"Statement set:\n((?:- .*\n)+)", request.messages[-1]["content"]).group(1)
+            self.flagged.append([line[2:] for line in body.strip().splitlines()])
             # every set flagged, the key's too: the key's set is never replaced
-            answer["unanswered"] = [int(n) for n, _ in sets]
+            answer["cannot_answer"] = True
         return answer
 
 
-def test_replacements_found_unable_to_answer_are_replaced_again(tmp_path):
+@pytest.fixture
+def key_last(monkeypatch):
+    """The renderer's calls with the key's set last in each rendering, so a scripted renderer can tell the
+    renderings apart (the calls are one per set; the drawn order is tested on its own)."""
+    drawn = render.shuffled
+    monkeypatch.setattr(render, "shuffled", lambda qa, seeds_, number: sorted(
+        drawn(qa, seeds_, number), key=lambda s: s.role == "key"))
+
+
+def test_replacements_found_unable_to_answer_are_replaced_again(tmp_path, key_last):
     """A capable renderer found a walk question's replacement sets without the walk it asks about too; they stood
     in the options, and a reader set them aside by the question alone."""
     provider = Unfit(times=2)
@@ -514,13 +544,14 @@ def test_replacements_found_unable_to_answer_are_replaced_again(tmp_path):
     hand_qa(world)
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
-    assert len(mcq.refinement) == 1 and provider.renders == 3
+    # three renderings in the round (the key's set is rendered once in each)
+    assert len(mcq.refinement) == 1 and sum(KEY_MARK in r for r in prompts_of(provider, "distractors_render")) == 3
     flagged = {line for body in provider.flagged for line in body if KEY_MARK not in line}
     final = {line for s in mcq.option_seeds for line in s.statements}
     assert flagged and not flagged & final
 
 
-def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round(tmp_path):
+def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round(tmp_path, key_last):
     """A capable renderer was given "who reached out to check on you" with sets about investor calls: a reader
     sets such options aside by the question alone. The round chooses again, without them, and renders again."""
     provider = Unfit()
@@ -529,8 +560,10 @@ def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     tasks = [r.task for r in provider.seen]
-    assert tasks[:2] == ["distractors_render", "distractors_render"] or tasks[:3] == [
-        "distractors_render", "distractors_seeds", "distractors_render"]
+    first_read = tasks.index("distractors_validate")
+    assert set(tasks[:first_read]) <= {"distractors_render", "distractors_seeds"}
+    before = [r for r in provider.seen[:first_read] if r.task == "distractors_render"]
+    assert sum(KEY_MARK in r.messages[-1]["content"] for r in before) == 2  # rendered twice before the first read
     assert len(mcq.refinement) == 1  # the same round
     first = {line for body in provider.flagged for line in body if KEY_MARK not in line}
     final = {line for s in mcq.option_seeds for line in s.statements}
@@ -538,7 +571,8 @@ def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round
     key = next(s for s in mcq.option_seeds if s.role == "key")
     assert any(KEY_MARK in line for line in key.statements)  # the key's set stays, flagged or not
     renders = prompts_of(provider, "distractors_render")
-    assert all("unanswered:" in r for r in renders) and all("correct" not in r.lower() for r in renders)
+    assert all("cannot_answer:" in r for r in renders) and all("correct" not in r.lower() for r in renders)
     # "what numbers did you throw back": readers picked the one option with several numbers
-    assert all("every answer gives the same number of them" in r for r in renders)
+    assert all("give two of them (one when the set has only one)" in r for r in renders)
+
 

@@ -568,7 +568,8 @@ def test_the_rules_a_capable_model_found_contradictory_say_what_is_meant():
     assert "may exclude each other" in seeds and "可以互相排斥" in seeds
     assert "do not contradict each other" not in seeds and "互不矛盾" not in seeds
     render_ = (prompts_dir() / "distractors_render.j2").read_text(encoding="utf-8")
-    assert "within a few characters of each other" in render_ and "彼此相差不超过几个字" in render_
+    # one set per call: its length band is the same for all four, and it is the only length rule
+    assert "{{ min_chars }}–{{ max_chars }} characters" in render_ and "{{ min_chars }}–{{ max_chars }} 个字" in render_
     # a question that asks several things at once gets a clause for each in every option (a renderer found "one
     # point per answer" against a four-part question)
     assert "when it asks several things at once" in render_ and "如果问题一次问了几件事" in render_

@@ -149,17 +149,19 @@ class Seeder:
         times (the replacements can be unfit too: a capable renderer found a walk question's first replacements
         without the walk it asks about; counter-seeds, written for the question, fill in once real seeds run out)."""
         rendered, unfit = await self.render(qa, await self.choose(qa, state), number, feedback)
-        for _ in range(REPLACEMENTS):
+        for again in range(1, REPLACEMENTS + 1):
             if not unfit:
                 break
             key = next(seed for seed, _ in rendered if seed.role == "key")
             for seed in unfit:
                 state.drop(seed, key)
-            rendered, unfit = await self.render(qa, await self.choose(qa, state), number, feedback)
+            rendered, unfit = await self.render(qa, await self.choose(qa, state), number, feedback, again)
         return rendered
 
-    async def render(self, qa: QA, chosen: list[OptionSeed], number: int,
-                     feedback: list[dict]) -> tuple[list[tuple[OptionSeed, str]], list[OptionSeed]]:
+    async def render(self, qa: QA, chosen: list[OptionSeed], number: int, feedback: list[dict],
+                     again: int = 0) -> tuple[list[tuple[OptionSeed, str]], list[OptionSeed]]:
+        """One call per seed, in the drawn order, each blind to the others; `again`: the rendering's number within
+        the round (a replacement renders every set anew, the key's too, as a fresh draw)."""
         ordered = render.shuffled(qa, chosen, number)
         cap = self.ctx.section.option_chars[self.ctx.language]
         lo, hi = render.band(qa, cap)
@@ -167,7 +169,7 @@ class Seeder:
         rendered = await asyncio.gather(*(
             self.ctx.ask("distractors_render", "distractors_render.j2",
                          render.render_variables(qa, self.ctx.persona, seed, feedback, cap), render.Rendered,
-                         max_tokens=answer_tokens(self.ctx, room + 40))
+                         max_tokens=answer_tokens(self.ctx, room + 40), sample=again)
             for seed in ordered))
         return render.mapped(ordered, rendered), render.unanswering(ordered, rendered)
 
