@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
