@@ -1,5 +1,6 @@
-"""The key-blind renderer: one call gets the question and four option seeds in a seeded order that does not depend
-on which seed is true, and writes each as this person's answer; code maps the renderings back to their seeds."""
+"""The key-blind renderer: one call per option seed gets the question and that seed alone, in a seeded order that
+does not depend on which seed is true, and writes it as this person's answer; code maps the renderings back to
+their seeds."""
 
 from __future__ import annotations
 
