@@ -574,5 +574,8 @@ def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round
     assert all("cannot_answer:" in r for r in renders) and all("correct" not in r.lower() for r in renders)
     # "what numbers did you throw back": readers picked the one option with several numbers
     assert all("give two of them (one when the set has only one)" in r for r in renders)
+    # readers picked the option whose date fell just before the question's moment, or the one date three options
+    # shared: an option's one detail is no date unless the question asks when
+    assert all("no date or weekday unless the question asks when" in r for r in renders)
 
 
