@@ -227,3 +227,30 @@ def test_the_dry_runs_open_question_judge_says_yes_at_the_measured_rate():
     assert abs(share("qa_open_judge") - TRUE_RATES[("qa_open_judge", "matches")]) < 0.08
     assert abs(share("filter_open_judge") - TRUE_RATES[("filter_open_judge", "matches")]) < 0.06
     assert share("distractors_verify") > 0.6  # other tasks keep the plain fake's draw
+
+
+
+def test_the_dry_runs_option_judges_and_renderer_say_yes_at_the_measured_rates():
+    """The plain fake's verify judge failed nearly every round (a "no" on any of three questions sends it back) and
+    its renderer found a set unable to answer half the time: the dry run priced re-renders a capable model does not
+    ask for."""
+    from pydantic import create_model
+
+    from synth.pipeline.dryrun_fake import TRUE_RATES, DryRunFake
+
+    fake = DryRunFake({}, 0, 0, 100)
+    verify = create_model("Verify", key_supported=(bool, ...), others_ruled_out=(bool, ...),
+                          question_favours_option=(bool, ...), reason=(str, ...))
+    rendered = create_model("Rendered", answer=(str, ...), cannot_answer=(bool, ...))
+
+    def answers(task: str, schema) -> list[dict]:
+        return [json.loads(asyncio.run(fake.complete(LLMRequest(
+            task=task, messages=[{"role": "user", "content": f"item {n}"}],
+            json_schema=schema.model_json_schema()), "fake")).text) for n in range(400)]
+
+    said = answers("distractors_verify", verify)
+    for field in ("key_supported", "others_ruled_out", "question_favours_option"):
+        rate = sum(a[field] for a in said) / len(said)
+        assert abs(rate - TRUE_RATES[("distractors_verify", field)]) < 0.06, field
+    unable = sum(a["cannot_answer"] for a in answers("distractors_render", rendered)) / 400
+    assert abs(unable - TRUE_RATES[("distractors_render", "cannot_answer")]) < 0.04

@@ -29,8 +29,15 @@ FIELD_WORDS = {"title": 5, "label": 3, "relation": 4, "dominant_emotion": 4, "fo
 NEWCOMERS = ("new_people", "new_places")
 # How often a capable model's judge said yes, where that decides whether more calls follow (the plain fake says yes
 # three times in four): the no-context reader's free answer matched the reference in 5 of 18 open-question checks in
-# `synth qa` and 1 of 14 in `synth filter` (the 75-day bridge run of 2026-11-27, en and zh)
-TRUE_RATES = {("qa_open_judge", "matches"): 5 / 18, ("filter_open_judge", "matches"): 1 / 14}
+# `synth qa` and 1 of 14 in `synth filter` (the 75-day bridge run of 2026-11-27, en and zh); the option renderer
+# found its one statement set unable to answer in 9 of 196 calls (pass 6, 2026-11-27) — each such set is replaced
+# and the round rendered again; the options' verify judges of passes 4-6 (43 rounds, en and zh) found the key
+# supported in 37, every other option ruled out in 42, and the question's wording favouring an option in none (a
+# "no" sends the round back: the plain fake's yes three times in four failed nearly every round)
+TRUE_RATES = {("qa_open_judge", "matches"): 5 / 18, ("filter_open_judge", "matches"): 1 / 14,
+              ("distractors_render", "cannot_answer"): 9 / 196,
+              ("distractors_verify", "key_supported"): 37 / 43, ("distractors_verify", "others_ruled_out"): 42 / 43,
+              ("distractors_verify", "question_favours_option"): 0 / 43}
 # Items a capable model put in a list field (same run): an evidence statement touches about one arc, an event has
 # about one participant
 LIST_ITEMS = {"arcs": 1, "participants": 1}
