@@ -246,6 +246,15 @@ def test_someone_a_state_names_by_role_stays_unnamed_and_ordinary_days_leave_ope
     assert not missing
 
 
+def test_the_chinese_language_rule_names_the_seed_id_it_does_not_cover():
+    """A capable writer read "所有文字（人名、地名、描述、内容）都必须使用简体中文" in the seed prompt's system message
+    against "name 只用小写拉丁字母" in its task as a contradiction: the language rule says which field it leaves out,
+    where a prompt has one, and only there."""
+    seeds = text("arcs_seeds.j2", "zh")
+    assert "只有下面说明要用拉丁字母写的 name 标识除外" in seeds and "只用小写拉丁字母" in seeds
+    assert "拉丁字母写的标识" not in text("phases_generate.j2", "zh")
+
+
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_phases_and_snapshots_give_what_is_still_to_come_no_date(language):
     """A phase said applications "open mid-September" and its snapshot kept it, while the event planned for the
