@@ -48,6 +48,35 @@ def test_phase_bounds_tile_the_event_for_every_length_and_count():
     assert phases_stage.phase_bounds(22, 3, 0, 0) == (0, 19)
 
 
+def test_a_later_phase_that_reaches_a_state_keeps_its_share_of_the_days():
+    """A capable writer's first phase of a 10-day event took days 0-8 and left the phase due to reach a state one
+    day (applying, hearing back and telling her mother on one date): a later phase that reaches a state keeps its
+    fair share of the days left, and the phases still tile the event whatever the model picks."""
+    assert phases_stage.phase_bounds(10, 2, 0, 0) == (0, 8), "an aftermath phase may be one day"
+    assert phases_stage.phase_bounds(10, 2, 0, 0, moving_later=1) == (0, 4), "five of ten days stay for the change"
+    assert phases_stage.phase_bounds(12, 3, 0, 0, moving_later=1) == (0, 6), "4 days for the change, 1 for the rest"
+    assert phases_stage.phase_bounds(12, 3, 1, 3, moving_later=1) == (3, 7)
+    for length in range(1, 30):
+        for count in range(1, min(length, 5) + 1):
+            for moving in range(count):
+                for pick in ("low", "high"):
+                    start = 0
+                    for k in range(count):
+                        later = max(0, min(moving, count - 1 - k))
+                        low, high = phases_stage.phase_bounds(length, count, k, start, moving_later=later)
+                        assert start <= low <= high <= length - 1, (length, count, k, moving)
+                        start = (low if pick == "low" else high) + 1
+                    assert start == length, (length, count, moving, pick)
+
+
+def test_phases_reaching_counts_the_later_phases_the_schedule_moves():
+    target = {"a": 2, "b": 1}
+    first = phases_stage.states_after({"a": 0, "b": 0}, target, 0, 3)
+    assert phases_stage.phases_reaching(first, target, 0, 3) == 2
+    assert phases_stage.phases_reaching(target, target, 0, 3) == 0, "nothing left to move"
+    assert phases_stage.phases_reaching({"a": 1, "b": 1}, target, 1, 3) == 1
+
+
 def test_everyday_phases_are_never_longer_than_everyday_phase_days():
     """An everyday stretch of any length cut into ceil(length / most) phases: whatever end days the model picks
     inside the bounds (always the earliest, always the latest, or alternating), every phase lasts 1..most days and

@@ -278,3 +278,41 @@ def test_a_gap_filler_shows_its_major_event_and_the_phases_events_already_writte
         assert "Write one small everyday event" not in plain
     else:
         assert "没有重大事件" not in body and "写出 1 个平常的小事件" in body
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_state_changes_beyond_the_events_are_left_to_come_never_folded_in(language):
+    """A capable writer met "6 state changes ... carried by 3 events" beside "an event moves several arcs only when
+    it triggers each of them", and folded an unrelated trigger (internship applications) into a thesis defence to
+    make up the count: when the changes outnumber the events, one without a fitting event is left for after the
+    timeline, and the prompt says so; when the events suffice, the rule is not shown."""
+    import template_cases_en as en_case
+    import template_cases_zh as zh_case
+
+    arcs = (en_case if language == "en" else zh_case).ARCS
+    changes = sum(len(a["anchor_states"]) - 1 for a in arcs)
+    assert changes >= 1
+    three = [dict(a, id=f"{a['id']}-{i}") for i in range(3) for a in arcs]
+    few = text("arcs_major_events.j2", language, arcs=three, count=3 * changes - 1)
+    enough = text("arcs_major_events.j2", language, arcs=three, count=3 * changes)
+    rule = {"en": "Never fold an unrelated trigger into an event", "zh": "不要为了凑满次数，把一个不相干的触发并进某个事件"}
+    beyond = {"en": "left for after the timeline", "zh": "把这次变化留到时间线以后"}
+    assert rule[language] in few and beyond[language] in few
+    assert rule[language] not in enough
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_phase_shows_the_dates_it_may_end_on_and_keeps_what_it_tells_inside_them(language):
+    """A phase that ended on a Friday invited her "at the weekend" (its end was fixed, the last of its event):
+    the prompt shows the dates and weekdays the phase may end on, and says a weekend or weekday it mentions falls
+    inside its days."""
+    last = text("phases_generate.j2", language, low=5, high=5, low_date="2022-03-04", high_date="2022-03-04")
+    open_end = text("phases_generate.j2", language, low=2, high=5, low_date="2022-03-01", high_date="2022-03-04")
+    if language == "en":
+        assert "5, that is 2022-03-04 (Friday)" in last
+        assert "from 2 to 5, that is 2022-03-01 (Tuesday) to 2022-03-04 (Friday)" in open_end
+        assert "a weekend or a weekday it mentions falls inside them" in last
+    else:
+        assert "取 5，即 2022-03-04（周五）" in last
+        assert "取 2 到 5 之间的整数，即 2022-03-01（周二） 至 2022-03-04（周五）" in open_end
+        assert "说到“周末”或星期几，那一天要在阶段之内" in last

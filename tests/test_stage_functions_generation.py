@@ -239,7 +239,7 @@ def test_phase_variables_show_the_previous_phase_and_the_new_context():
     slot = phases_stage.phase_slot(TEN_DAYS, 1, 3, previous)
     variables = phases_stage.phase_variables(persona(), arcs(), slot, snapshot("a"), previous, [], [], [], 2)
     assert list(variables) == ["persona", "arcs", "event", "snapshot", "k", "count", "start_day", "low", "high",
-                               "start_date", "previous", "moves", "people", "holidays", "newcomers"]
+                               "start_date", "low_date", "high_date", "previous", "moves", "people", "holidays", "newcomers"]
     assert (variables["k"], variables["count"], variables["start_day"], variables["low"], variables["high"]) == (
         1, 3, 4, 4, 8)
     assert variables["start_date"] == "2022-01-05"

@@ -86,7 +86,7 @@ def test_labels_show_native_names_and_keep_unknown_ids():
 
 def test_the_pronoun_follows_the_gender_and_equal_ends_say_one_number():
     text = renders("phases_generate.j2")[0]
-    assert "跟踪她的内在状态" in text and "取 7（" in text
+    assert "跟踪她的内在状态" in text and "取 7，即" in text
     male = render("phases_init.j2", language="zh", persona={**PERSONA, "gender": "男"}, arcs=ARCS,
                   event=EVENT_VIEW, moves=MOVES)[0]["content"]
     assert "跟踪他的内在状态" in male

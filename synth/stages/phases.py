@@ -101,16 +101,22 @@ def told_order(description: str, arcs: list[LifeArc], start: dict[str, int], tar
     return {arc_id: target[arc_id] for _, arc_id in order}
 
 
-def phase_bounds(length: int, count: int, k: int, start: int, most: int | None = None) -> tuple[int, int]:
+def phase_bounds(length: int, count: int, k: int, start: int, most: int | None = None,
+                 moving_later: int = 0) -> tuple[int, int]:
     """The day offsets (inside the event) where phase k may end: room is left for each later phase; the last
-    phase ends with the event, so the phases tile the event without gaps or overlaps. `most` (an everyday
-    stretch's `everyday_phase_days`): no phase longer than that — this one ends within `most` days of its start,
-    and late enough that the phases after it, `most` days each at most, still reach the end (`count` must be at
-    least the length over `most`, rounded up, as `phase_count` makes it)."""
+    phase ends with the event, so the phases tile the event without gaps or overlaps. A later phase that reaches
+    a state (`moving_later` of them) keeps its fair share of the days left, the others a day each (a capable
+    writer's first phase took 9 of 10 days and left the state still to come one day: applying, hearing back and
+    telling her mother on one date). `most` (an everyday stretch's `everyday_phase_days`): no phase longer than
+    that — this one ends within `most` days of its start, and late enough that the phases after it, `most` days
+    each at most, still reach the end (`count` must be at least the length over `most`, rounded up, as
+    `phase_count` makes it)."""
     if k == count - 1:
         return length - 1, length - 1
     later = count - 1 - k
-    low, high = start, length - 1 - later
+    share = max(1, (length - start) // (count - k))
+    reserved = later + min(moving_later, later) * (share - 1)
+    low, high = start, max(start, length - 1 - reserved)
     if most:
         low, high = max(low, length - 1 - later * most), min(high, start + most - 1)
     return low, high
@@ -132,13 +138,26 @@ class PhaseSlot:
         return self.event.start + dt.timedelta(days=offset)
 
 
-def phase_slot(event: MajorEvent, k: int, count: int, previous: Phase | None, most: int | None = None) -> PhaseSlot:
+def phase_slot(event: MajorEvent, k: int, count: int, previous: Phase | None, most: int | None = None,
+               moving_later: int = 0) -> PhaseSlot:
     """Phase k starts the day after the previous phase of the same event ends (the first phase, with the event);
-    `most`: the longest a phase may be (everyday stretches)."""
+    `most`: the longest a phase may be (everyday stretches); `moving_later`: how many later phases of the event
+    reach a state (`phases_reaching`)."""
     length = (event.end - event.start).days + 1
     start = (previous.end - event.start).days + 1 if previous and k > 0 else 0
-    low, high = phase_bounds(length, count, k, start, most)
+    low, high = phase_bounds(length, count, k, start, most, moving_later)
     return PhaseSlot(event, k, count, start, low, high)
+
+
+def phases_reaching(after: dict[str, int], target: dict[str, int], k: int, count: int) -> int:
+    """How many of the phases after phase k (whose states are `after`) reach a new state, as `states_after`
+    will share the event's changes out to them."""
+    moving, states = 0, after
+    for later in range(k + 1, count):
+        nxt = states_after(states, target, later, count)
+        moving += nxt != states
+        states = nxt
+    return moving
 
 
 def init_variables(persona: Persona, arcs: list[LifeArc], first: MajorEvent) -> dict:
@@ -156,6 +175,7 @@ def phase_variables(persona: Persona, arcs: list[LifeArc], slot: PhaseSlot, snap
         **persona_and_arcs(persona, arcs), "event": event_view(slot.event, arcs),
         "snapshot": snapshot.model_dump(mode="json"), "k": slot.k, "count": slot.count, "start_day": slot.start,
         "low": slot.low, "high": slot.high, "start_date": slot.date(slot.start).isoformat(),
+        "low_date": slot.date(slot.low).isoformat(), "high_date": slot.date(slot.high).isoformat(),
         "previous": previous.model_dump(mode="json") if previous else None,
         "moves": moves, "people": people, "holidays": holidays, "newcomers": newcomers,
     }
@@ -229,11 +249,11 @@ class PhasesRun:
         previous = self.ctx.done_records(previous_key, "phases.jsonl", Phase)[0] if previous_key else None
         before = previous.snapshot_after if previous else await self.initial_snapshot()
         most = self.ctx.section.everyday_phase_days if event.kind == "everyday" else None
-        slot = phase_slot(event, k, count, previous if previous and previous.major_event_id == event.id else None,
-                          most)
         start_states = state_map(previous.arc_states) if previous else {}
-        after_states = states_after(start_states, told_order(event.description, self.arcs, start_states,
-                                                             state_map(event.arc_states)), k, count)
+        target = told_order(event.description, self.arcs, start_states, state_map(event.arc_states))
+        after_states = states_after(start_states, target, k, count)
+        slot = phase_slot(event, k, count, previous if previous and previous.major_event_id == event.id else None,
+                          most, phases_reaching(after_states, target, k, count))
         moves = arc_moves(self.arcs, start_states, after_states, (slot.date(slot.start), slot.date(slot.high)),
                           state_map(event.arc_states))
         known = self.registry(position)
