@@ -316,3 +316,18 @@ def test_a_phase_shows_the_dates_it_may_end_on_and_keeps_what_it_tells_inside_th
         assert "取 5，即 2022-03-04（周五）" in last
         assert "取 2 到 5 之间的整数，即 2022-03-01（周二） 至 2022-03-04（周五）" in open_end
         assert "说到“周末”或星期几，那一天要在阶段之内" in last
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_trigger_planned_before_the_phases_happens_in_the_circumstances_they_left(language):
+    """A capable writer met an arc's trigger "while her mother is in hospital" after its own earlier phase had sent
+    her mother home: a prompt that asks for a state to be reached says the trigger was planned before the phases,
+    and that what they tell stands; a prompt that reaches no state does not say it."""
+    from template_cases_zh import MOVES
+
+    reached = [{**MOVES[0], "reaches": [{"index": 1, "absent_days": [], "state": MOVES[0]["state"]}]}]
+    still = [{**m, "reaches": []} for m in MOVES]
+    rule = {"en": "what earlier phases tell stands", "zh": "之前阶段写下的事不改"}[language]
+    assert rule in text("phases_generate.j2", language, moves=reached)
+    assert rule in text("events_generate.j2", language, moves=reached, count=2)
+    assert rule not in text("phases_generate.j2", language, moves=still)
