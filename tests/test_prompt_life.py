@@ -331,3 +331,12 @@ def test_a_trigger_planned_before_the_phases_happens_in_the_circumstances_they_l
     assert rule in text("phases_generate.j2", language, moves=reached)
     assert rule in text("events_generate.j2", language, moves=reached, count=2)
     assert rule not in text("phases_generate.j2", language, moves=still)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_holiday_list_says_school_breaks_are_not_in_it(language):
+    """A capable writer met an event "shuttling between the hospital and school" in Ontario's March break: the
+    prompt's list of public holidays read as the whole calendar. It says school terms and breaks are not in it."""
+    body = text("phases_generate.j2", language)
+    assert ("school terms and breaks are not listed" if language == "en" else "学校的学期和假期不在其中") in body
+    assert "不在其中" not in text("phases_generate.j2", language, holidays=[])
