@@ -361,6 +361,33 @@ def test_private_evidence_of_a_moment_alone_is_never_hinted_to_an_email():
     assert traces_stage.plan_variables({}, alone, told, 1, weights, 48, addressed=addressed)["suggested"] == ["email"]
 
 
+def test_private_evidence_of_a_moment_with_only_colleagues_is_never_hinted_to_an_email():
+    """A capable planner was hinted email for the one trace of a handover to a colleague that had to carry his
+    private unease as well: an email to her could not hold it. With only colleagues in the moment, a trace holding
+    private evidence is hinted a medium written to no one; with someone close there, the email may stay."""
+    from synth.config import conf, settings
+    from synth.records import Event, Evidence
+    from synth.stages.common import close_moment
+
+    section = settings.parse(conf.preset_config("small"))
+    addressed = frozenset(section.traces.addressed_media)
+    people = {"jenna": "colleague", "sister": "sister"}
+    weights = {"email": 1e9, "diary": 1e-9}
+    handover = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 1, 20, 15), title="t",
+                     description="d", location="", participant_ids=["jenna"])
+    kept = [Evidence(id="v", persona_id="p", event_id="e", kind="emotion", arc_ids=[], private=True,
+                     statement="He does not let on how uneasy the handover makes him.")]
+    work_words = section.chats.work_words
+    assert close_moment(handover, people, work_words) is False
+    hint = traces_stage.plan_variables({}, handover, kept, 1, weights, 48, addressed=addressed,
+                                       close=close_moment(handover, people, work_words))["suggested"]
+    assert hint == ["diary"]
+    family = handover.model_copy(update={"participant_ids": ["jenna", "sister"]})
+    assert close_moment(family, people, work_words) is True
+    assert traces_stage.plan_variables({}, family, kept, 1, weights, 48, addressed=addressed,
+                                       close=True)["suggested"] == ["email"]
+
+
 def test_a_trace_plan_leaves_the_length_to_the_medium():
     """A capable planner's key_information said a diary entry was "only a line or two", against its 102–374 字."""
     assert "never how long it is: the medium sets its length" in text("traces_plan.j2", "en")

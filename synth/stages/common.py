@@ -116,6 +116,14 @@ def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str
             and not any(h.get("date") == day for h in holidays))
 
 
+def close_moment(event, people: dict[str, str], work_words: list[str] | tuple[str, ...]) -> bool:
+    """Someone in the moment private words could be written to: a participant whose relation is not a work one
+    (`people`: person id → relation). A capable planner hinted email for a trace carrying his private unease about
+    a handover to a colleague: an email to her could not hold it."""
+    return any(not any(word.lower() in people.get(pid, "").lower() for word in work_words)
+               for pid in event.participant_ids)
+
+
 def posted_media(statements: list[str], posted: dict[str, list[str]], allowed: list[str]) -> list[str]:
     """The media of `allowed` (in its order) that an evidence says it is itself a post on (`posted`: medium → the
     words naming such a post): its trace is that post, not a diary entry about it."""

@@ -20,6 +20,7 @@ from synth.records import Event, Evidence, Persona, Trace, mint_id
 from synth.stages.common import (  # noqa: F401  (re-exported)
     answer_tokens,
     arc_views,
+    close_moment,
     hint_weights,
     media_hint,
     media_weights,
@@ -153,7 +154,7 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
                    max_delay: int, public: frozenset[str] = frozenset(), work: bool = True,
                    work_media: frozenset[str] = frozenset(), posted: dict[str, list[str]] | None = None,
                    short: dict[str, int] | None = None, terse: frozenset[str] = frozenset(),
-                   addressed: frozenset[str] = frozenset()) -> dict:
+                   addressed: frozenset[str] = frozenset(), close: bool | None = None) -> dict:
     """The planner sees the persona's media with the mix as a target (percent), which of them are public, and a
     seeded hint; it chooses each medium from the evidence's privacy (marked) and the person's habits. `problems`
     (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`). The hint leaves out the
@@ -161,11 +162,13 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     slot) when an evidence quotes words said or written: a capable planner was hinted a to-do list for words said
     to a partner at dinner. Nor the `addressed` media (an email, a message) for private evidence of a moment with
     no one else in it: there is no one to write it to (a capable planner, hinted email, invented a reply to a
-    therapist's pre-appointment email that no event holds)."""
+    therapist's pre-appointment email that no event holds), nor with only colleagues in it (`close` false: no one
+    close to write it to — `close_moment`; None: anyone in the moment counts)."""
     left_out = set(short or {}) if len(evidence) > count else set()
     if any(QUOTED.search(e.statement) for e in evidence):
         left_out |= terse
-    if not event.participant_ids and any(e.private for e in evidence):
+    someone = bool(event.participant_ids) if close is None else close
+    if not someone and any(e.private for e in evidence):
         left_out |= addressed
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
@@ -243,7 +246,8 @@ class TraceWriter(TraceWriting):
         variables = plan_variables(context, event, evidence, self.count, self.weights, max_delay,
                                    self.rule.public_media, work, frozenset(section.work_media), section.posted,
                                    short_media(section, self.media, self.ctx.language), frozenset(section.terse_media),
-                                   frozenset(section.addressed_media))
+                                   frozenset(section.addressed_media),
+                                   close_moment(event, self.relations, self.ctx.settings.chats.work_words))
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)
