@@ -85,6 +85,43 @@ def test_check_failure_triggers_a_reask(tmp_path):
     assert "name must be good" in fake.seen[-1].messages[-1]["content"]
 
 
+def test_a_check_s_reason_is_re_asked_in_the_request_s_language(tmp_path):
+    """A capable Chinese planner was re-asked "你上一个回答不符合要求的 JSON 格式：outline: names '3月6日', which the
+    selected evidence does not state; …": a check's reason (`Reask`) is worded by the repair template in the
+    request's language, naming what to do (select the evidence that states the date, or drop it); the English
+    form stays the error a run reports."""
+    import re
+
+    from synth.llm.base import Reask
+    from synth.stages.qa.plan_checks import UNSTATED_DATE
+
+    for language, wanted in (("zh", "请把说出这个日期的证据也选上"), ("en", "Select the evidence that states it")):
+        llm, fake, _ = fake_llm(tmp_path / language, max_repairs=1)
+        fake.script = [json.dumps({"name": "bad", "count": 1}), json.dumps({"name": "good", "count": 1})]
+
+        def check(answer: Answer) -> None:
+            if answer.name != "good":
+                raise Reask("unstated_date", f"{UNSTATED_DATE} '3月6日', which the selected evidence does not state",
+                            date="3月6日")
+
+        asyncio.run(llm.generate(resolve_route("fake", None), request(), Answer, CallStats(), check=check,
+                                 language=language))
+        repair = fake.seen[-1].messages[-1]["content"]
+        assert wanted in repair and "3月6日" in repair
+        if language == "zh":
+            assert not re.search(r"[A-Za-z]{3,}", repair.replace("JSON", "")), repair
+    llm, fake, _ = fake_llm(tmp_path / "out", max_repairs=1)
+    fake.script = [json.dumps({"name": "bad", "count": 1})] * 2
+
+    def never(answer: Answer) -> None:
+        raise Reask("unstated_date", f"{UNSTATED_DATE} '3月6日', which the selected evidence does not state",
+                    date="3月6日")
+
+    with pytest.raises(GenerationFailed, match=UNSTATED_DATE):
+        asyncio.run(llm.generate(resolve_route("fake", None), request(), Answer, CallStats(), check=never,
+                                 language="zh"))
+
+
 def test_cache_replays_from_disk_without_provider_calls(tmp_path):
     llm, fake, cache = fake_llm(tmp_path)
     first = asyncio.run(llm.generate(resolve_route("fake", None), request(), Answer, CallStats()))

@@ -86,6 +86,17 @@ class FatalProviderError(SynthError):
     """A provider fault that retrying will not fix (bad request, auth)."""
 
 
+class Reask(ValueError):
+    """An answer that parsed but fails a check of its content, re-asked with a reason the repair prompt words in
+    the request's language (`kind` names its sentence in llm_repair.j2; `detail` fills it). The message is the
+    English form, for logs and for the error a run reports when the re-asks run out."""
+
+    def __init__(self, kind: str, message: str, **detail: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.detail = detail
+
+
 class GenerationFailed(Exception):
     """The structured-output layer ran out of repair attempts; carries what it last saw."""
 

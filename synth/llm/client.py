@@ -19,7 +19,7 @@ from synth.config.prompts import render_text
 from synth.config.shown_schema import decode_answer, native_schema
 from synth.core import chain
 from synth.core.tokens import estimate_tokens
-from synth.llm.base import GenerationFailed, LLMRequest, Provider, ProviderResponse, TransportError, Usage
+from synth.llm.base import GenerationFailed, LLMRequest, Provider, ProviderResponse, Reask, TransportError, Usage
 from synth.llm.cache import ResponseCache, cache_key
 from synth.llm.limits import Budget, RateLimiter
 
@@ -156,7 +156,7 @@ class LLM:
         request = replace(request, json_schema=schema)
         messages = list(request.messages)
         keys: list[str] = []
-        last_raw, last_error = "", ""
+        last_raw, last_error, reason = "", "", {}
         for attempt in range(self.max_repairs + 1):
             current = replace(request, messages=messages)
             key = cache_key(route.provider, route.model, current)
@@ -175,9 +175,10 @@ class LLM:
                 return parsed
             except (ValueError, ValidationError) as exc:
                 last_error = validation_message(exc)
+                reason = {"kind": exc.kind, **exc.detail} if isinstance(exc, Reask) else {}
             if attempt < self.max_repairs:
                 stats.repairs += 1
-                repair = render_text("llm_repair.j2", error=last_error, language=language)
+                repair = render_text("llm_repair.j2", error=last_error, reason=reason, language=language)
                 messages = messages + [
                     {"role": "assistant", "content": response.text or "(empty answer)"},
                     {"role": "user", "content": repair},

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, create_model
 
 from synth.core import chain
 from synth.core.tokens import estimate_tokens
+from synth.llm.base import Reask
 from synth.records import Event, Evidence, Trace, mint_id
 from synth.stages.common import answer_tokens, medium_band
 
@@ -42,14 +43,14 @@ def has_content(answer: TraceText) -> None:
     """A trace with no text carries no evidence and breaks every downstream check: ask again (a repair), never keep
     it. The schema's minLength binds a grammar; this refuses text that is only whitespace."""
     if not answer.content.strip():
-        raise ValueError("content: empty — write the trace itself")
+        raise Reask("empty_trace", "content: empty")
 
 
 def have_content(answer: BaseModel) -> None:
     """`has_content` for each text of a joint answer; the error names the trace."""
     for k, text in enumerate(answer.traces):
         if not text.content.strip():
-            raise ValueError(f"traces[{k}].content: empty — write the trace itself")
+            raise Reask("empty_trace", f"traces[{k}].content: empty", number=str(k + 1))
 
 
 def trace_time(event: Event, delay_hours: float, max_delay: int) -> dt.datetime:

@@ -13,6 +13,7 @@ from synth.config import question_types
 from synth.core.calendar import EN_WEEKDAYS, ZH_DAYS, ZH_WEEKDAY
 from synth.core.tokens import estimate_tokens
 from synth.life.windows import Segment
+from synth.llm.base import Reask
 from synth.quality.label_check import key_units
 from synth.quality.rules import explicit_dates
 from synth.records import Trace
@@ -172,8 +173,8 @@ def undated_outline(answer, segment: Segment | None = None, traces: Mapping[str,
     unsupported = [written for written, core in outline_dates(outline)
                    if not re.search(rf"(?<!\d){re.escape(core)}(?!\d)", held)]  # "march 1" is not in "march 12"
     if unsupported:
-        raise ValueError(f"{UNSTATED_DATE} {unsupported[0]!r}, which the selected evidence does not state; keep to "
-                         "what the evidence says, without dates of your own")
+        raise Reask("unstated_date", f"{UNSTATED_DATE} {unsupported[0]!r}, which the selected evidence does not "
+                    "state", date=unsupported[0])
 
 
 def shared_plans(planned: Sequence[dict], segment: Segment, budget: int | None) -> list[dict]:
