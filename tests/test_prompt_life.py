@@ -262,6 +262,8 @@ def test_phases_and_snapshots_give_what_is_still_to_come_no_date(language):
     rule = ("Give nothing still to come a date of its own" if language == "en" else "还没发生的事（截止日期、考试、开放申请）不要定下日子")
     assert rule in text("phases_generate.j2", language)
     assert rule in text("phases_update.j2", language)
+    # the day-0 snapshot too: a capable writer's put the exam results "at the end of February" (二月底)
+    assert rule in text("phases_init.j2", language)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
