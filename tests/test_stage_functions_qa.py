@@ -588,3 +588,17 @@ def test_a_private_evidence_is_marked_and_the_friend_may_not_presuppose_it(tmp_p
         public = Segment(arc_id="arc1", window=window, new_ids=frozenset(), evidence=(_carried(1, 2, ("t1",)),))
         plan_vars = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, public, "causal", {}, 5)
         assert rule not in "\n".join(m["content"] for m in render("qa_plan.j2", language=language, **plan_vars))
+
+
+def test_a_plan_of_a_multi_evidence_type_is_asked_for_as_many_evidence_as_its_gate_needs():
+    """A comparison plan selecting one evidence can never be written (`gate`); the schema asks for the type's least
+    evidence so the model is told, and a plan of one is refused by the schema, not dropped after the call."""
+    from synth.stages.qa.plan_checks import least_evidence
+
+    assert least_evidence("comparison") == 2 and least_evidence("factual") == 1
+    assert least_evidence("unanswerable") == 1
+    schema = qa.plan_model(5, 14, least_evidence("comparison")).model_json_schema()["properties"]["evidence"]
+    assert schema["minItems"] == 2
+    with pytest.raises(ValidationError):
+        qa.plan_model(5, 14, 2).model_validate({**plan_answer().model_dump(), "evidence": [3]})
+    assert qa.plan_model(1, 14, 2).model_json_schema()["properties"]["evidence"]["minItems"] == 1, "never above the segment"

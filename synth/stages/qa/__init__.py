@@ -32,6 +32,7 @@ from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, gate, r
     UNSTATED_DATE,
     evidence_entries,
     gate,
+    least_evidence,
     relied_on,
     settled_facts,
     shared_plans,
@@ -48,13 +49,16 @@ for _module in pkgutil.iter_modules(__path__):
 
 
 @lru_cache(maxsize=None)
-def plan_model(count: int, max_delay_days: int) -> type[BaseModel]:
-    """The plan answer for a segment of `count` evidence: indices are an enum of 1..count, so nothing dangles. The
-    plan also decides when the question is asked, once: a bounded day offset after the newest needed trace and an
-    hour (`ask_time` turns them into the question time)."""
+def plan_model(count: int, max_delay_days: int, fewest: int = 1) -> type[BaseModel]:
+    """The plan answer for a segment of `count` evidence: indices are an enum of 1..count, so nothing dangles, at
+    least `fewest` of them (the type's least evidence, as `gate` counts it: a comparison of one evidence can never
+    be written, and the schema says so to the model — and binds a local model's grammar). The plan also decides
+    when the question is asked, once: a bounded day offset after the newest needed trace and an hour (`ask_time`
+    turns them into the question time)."""
     index = Literal[tuple(range(1, count + 1))]  # type: ignore[valid-type]
     return create_model(
-        "QAPlan", feasible=(bool, ...), evidence=(list[index], Field(min_length=1, max_length=count)),
+        "QAPlan", feasible=(bool, ...),
+        evidence=(list[index], Field(min_length=max(1, min(fewest, count)), max_length=count)),
         temporal_scope=(str, ...), outline=(str, ...), absent_topic=(str, ...),
         ask_after_days=(int, Field(ge=0, le=max_delay_days)), ask_hour=(int, Field(ge=HOURS[0], le=HOURS[1])))
 
@@ -289,7 +293,8 @@ class Planner:
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
                                    delay, planned, settled, self.section.planned_tokens)
         try:
-            answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables, plan_model(len(segment.evidence), delay),
+            answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables,
+                                        plan_model(len(segment.evidence), delay, least_evidence(question_type)),
                                         check=partial(undated_outline, segment=segment, traces=self.traces))
         except GenerationFailed as exc:  # still naming a date no evidence states: no plan for this type, not a failure
             if UNSTATED_DATE not in str(exc):

@@ -215,14 +215,21 @@ def evidence_entries(segment: Segment, chosen: list[int] | None, traces: dict[st
     return out
 
 
+def least_evidence(question_type: str) -> int:
+    """The fewest evidence a plan of the type may select (`gate` refuses fewer): the spec's minimum, at most 2
+    (a type may span more, but two already make it writable); 1 for a type that needs no answer."""
+    spec = question_types.get(question_type) or question_types.QuestionTypeSpec(question_type, "extra")
+    return min(spec.min_evidence, 2) if spec.answerable else 1
+
+
 def gate(question_type: str, segment: Segment, chosen: list[int]) -> str:
     """Why a feasible-looking plan still cannot carry its type ('' when it can): evidence-gated generation."""
     picked = [segment.evidence[i - 1] for i in chosen]
     spec = question_types.get(question_type) or question_types.QuestionTypeSpec(question_type, "extra")
     if not spec.answerable:
         return ""
-    if len(picked) < min(spec.min_evidence, 2):
-        return f"{question_type} needs at least {min(spec.min_evidence, 2)} evidence"
+    if len(picked) < least_evidence(question_type):
+        return f"{question_type} needs at least {least_evidence(question_type)} evidence"
     if len({e.time.date() for e in picked}) < spec.min_days:
         return f"{question_type} needs evidence from {spec.min_days} different days"
     if spec.multi_point and len(picked) >= 2 and set.intersection(*(set(e.trace_ids) for e in picked)):
