@@ -685,21 +685,3 @@ def test_a_rewritten_question_keeps_its_types_reasoning():
             assert wanted in text, (question_type, language)
             plain = "\n".join(m["content"] for m in render("qa_write.j2", language=language, persona=persona, **values))
             assert wanted not in plain, "only a rewrite is told"
-
-
-def test_options_neither_echo_the_question_nor_differ_from_the_key_by_how_common_their_outcome_is():
-    """Readers without the records picked the key as the one option echoing the question's words ("tended to",
-    "not the cars": the question was written from the key's own evidence) and as "the base-rate outcome" (a torn
-    meniscus and physio) while the counter-seed writer was told to avoid "the typical story": every option is
-    answered in words other than the question's, and a counter-seed's outcome is as ordinary as real life's."""
-    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_seeds.j2", "causal")}
-    seeds = {language: "\n".join(m["content"] for m in render("distractors_seeds.j2", language=language, **case))
-             for language in ("en", "zh")}
-    assert "an outcome as ordinary as real life's usually are" in seeds["en"]
-    assert "not the typical story" not in seeds["en"]
-    assert "结果要像真实生活里通常那样平常、常见" in seeds["zh"] and "典型故事" not in seeds["zh"]
-    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_render.j2", "causal")}
-    renderer = {language: "\n".join(m["content"] for m in render("distractors_render.j2", language=language, **case))
-                for language in ("en", "zh")}
-    assert "Do not echo the question's wording either" in renderer["en"]
-    assert "也不要借用问题里的说法" in renderer["zh"]
