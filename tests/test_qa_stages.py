@@ -60,6 +60,9 @@ def evidence_arcs(world: QAWorld) -> dict[str, list[str]]:
 
 
 def test_qa_items_are_grounded_and_never_asked_before_their_traces(world):
+    # twelve tries a type (as below): the fake's draws, reseeded by any prompt's or schema's wording, decide whether
+    # a type's two tries both fail
+    world.config["qa"]["plans_per_type"] = 12
     world.run("qa")
     items = world.read("qa.jsonl", QA)
     traces = world.traces()
@@ -93,7 +96,9 @@ def test_qa_plan_schema_constrains_evidence_to_the_segment(world):
         shown = sum(1 for line in request.messages[-1]["content"].splitlines() if re.match(r"\[\d+\] ", line))
         enum = request.json_schema["properties"]["evidence"]["items"]["enum"]
         assert enum == list(range(1, shown + 1))
-        assert request.json_schema["properties"]["evidence"]["minItems"] == 1
+        # at least the type's least evidence (`least_evidence`: 2 for a comparison, 1 for a factual item)
+        assert request.json_schema["properties"]["evidence"]["minItems"] in (1, 2)
+    assert {r.json_schema["properties"]["evidence"]["minItems"] for r in plans} == {1, 2}
 
 
 def test_all_eight_types_are_planned_and_written_with_the_fake(world):
@@ -247,17 +252,22 @@ def test_an_unanswerable_item_keeps_its_background_evidence(world):
 
 def test_an_infeasible_plan_writes_nothing(world):
     one_type(world, "causal")
-    world.model.queue("qa_plan", plan_reply([1], feasible=False))
+    world.model.queue("qa_plan", plan_reply([1, 2], feasible=False))
     world.run("qa")
     assert world.read("qa.jsonl", QA) == []
     assert not [r for r in world.model.seen if r.task == "qa_write"]
 
 
 def test_a_single_point_selection_cannot_carry_a_comparison(world):
+    """A comparison plan of one evidence is refused by its schema (at least two) and asked again, never written."""
     one_type(world, "comparison")
-    world.model.queue("qa_plan", plan_reply([2]))
-    world.run("qa")
+    for _ in range(4):
+        world.model.queue("qa_plan", plan_reply([2]))
+    world.run("qa")  # re-asked until the repairs run out, then no plan for the type: not a failed unit
+    plans = [r for r in world.model.seen if r.task == "qa_plan"]
+    assert len(plans) >= 2 and "at least 2" in plans[-1].messages[-1]["content"]
     assert world.read("qa.jsonl", QA) == []
+    assert not [r for r in world.model.seen if r.task == "qa_write"]
 
 
 # ---------------------------------------------------------------------------------------- distractors

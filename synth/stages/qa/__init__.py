@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import pkgutil
+import re
 from collections.abc import Sequence
 from functools import lru_cache, partial
 from typing import Literal
@@ -296,8 +297,10 @@ class Planner:
             answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables,
                                         plan_model(len(segment.evidence), delay, least_evidence(question_type)),
                                         check=partial(undated_outline, segment=segment, traces=self.traces))
-        except GenerationFailed as exc:  # still naming a date no evidence states: no plan for this type, not a failure
-            if UNSTATED_DATE not in str(exc):
+        except GenerationFailed as exc:
+            # still naming a date no evidence states, or selecting fewer evidence than the type needs (the schema's
+            # least, `least_evidence`): no plan for this type, not a failed unit
+            if UNSTATED_DATE not in str(exc) and not FEWER_EVIDENCE.search(str(exc)):
                 raise
             return {"plans": [Plan(question_type=question_type, segment=segment.key, feasible=False, gate=str(exc))]}
         return {"plans": [build_plan(answer, question_type, segment)]}
@@ -317,6 +320,9 @@ class Planner:
                    if plan.question_type == "unanswerable" else ())
         qa = build_qa(answer, plan, segment, arc, self.persona.id, asked, needed, settled)
         return {"qa.jsonl": [with_guesses(qa, guesses)]}
+
+
+FEWER_EVIDENCE = re.compile(r"\bevidence: List should have at least \d+ item")  # pydantic's message, via the client
 
 
 def plan_key(question_type: str, segment: Segment) -> str:
