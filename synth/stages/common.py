@@ -96,6 +96,12 @@ def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], p
     return fitting or dict(weights)
 
 
+def work_relation(relation: str, work_words: list[str] | tuple[str, ...]) -> bool:
+    """Whether a relation ("my manager", "client at Halvorsen") is a work one: it holds one of `work_words`."""
+    text = relation.lower()
+    return any(word.lower() in text for word in work_words)
+
+
 WORK_HOURS = (8, 19)  # a weekday's working hours: an evening call with a friend is not a moment for work chat
 
 
@@ -106,8 +112,8 @@ def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str
     of a working day (a weekday that is not a public holiday of `holidays`, the calendar's {date, name} entries).
     An event with only family or friends is not one, whatever the hour (a capable writer was hinted work chat for
     an evening video call with a friend)."""
-    relations = [people.get(pid, "").lower() for pid in event.participant_ids]
-    if any(word.lower() in relation for relation in relations for word in work_words):
+    relations = [people.get(pid, "") for pid in event.participant_ids]
+    if any(work_relation(relation, work_words) for relation in relations):
         return True
     if relations:
         return False
@@ -120,8 +126,7 @@ def close_moment(event, people: dict[str, str], work_words: list[str] | tuple[st
     """Someone in the moment private words could be written to: a participant whose relation is not a work one
     (`people`: person id → relation). A capable planner hinted email for a trace carrying his private unease about
     a handover to a colleague: an email to her could not hold it."""
-    return any(not any(word.lower() in people.get(pid, "").lower() for word in work_words)
-               for pid in event.participant_ids)
+    return any(not work_relation(people.get(pid, ""), work_words) for pid in event.participant_ids)
 
 
 def posted_media(statements: list[str], posted: dict[str, list[str]], allowed: list[str]) -> list[str]:

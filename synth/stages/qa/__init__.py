@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import pkgutil
-import re
 from collections.abc import Sequence
 from functools import lru_cache, partial
 from typing import Literal
@@ -30,6 +29,7 @@ from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
 from synth.stages.common import trace_excerpts
 from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, gate, relied_on re-exported)
     DECIDED_LINES,
+    FEWER_EVIDENCE,
     UNSTATED_DATE,
     evidence_entries,
     gate,
@@ -320,9 +320,6 @@ class Planner:
                    if plan.question_type == "unanswerable" else ())
         qa = build_qa(answer, plan, segment, arc, self.persona.id, asked, needed, settled)
         return {"qa.jsonl": [with_guesses(qa, guesses)]}
-
-
-FEWER_EVIDENCE = re.compile(r"\bevidence: List should have at least \d+ item")  # pydantic's message, via the client
 
 
 def plan_key(question_type: str, segment: Segment) -> str:

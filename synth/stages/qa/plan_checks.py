@@ -158,6 +158,8 @@ def held_text(segment: Segment, chosen: Sequence[int], traces: Mapping[str, Trac
 
 
 UNSTATED_DATE = "outline: names"  # how undated_outline's re-ask starts (a plan still failing it is dropped, not failed)
+# how a plan that still selects fewer evidence than `least_evidence` fails (pydantic's message, via the client)
+FEWER_EVIDENCE = re.compile(r"\bevidence: List should have at least \d+ item")
 
 
 def undated_outline(answer, segment: Segment | None = None, traces: Mapping[str, Trace] | None = None) -> None:
@@ -228,8 +230,9 @@ def gate(question_type: str, segment: Segment, chosen: list[int]) -> str:
     spec = question_types.get(question_type) or question_types.QuestionTypeSpec(question_type, "extra")
     if not spec.answerable:
         return ""
-    if len(picked) < least_evidence(question_type):
-        return f"{question_type} needs at least {least_evidence(question_type)} evidence"
+    least = least_evidence(question_type)
+    if len(picked) < least:
+        return f"{question_type} needs at least {least} evidence"
     if len({e.time.date() for e in picked}) < spec.min_days:
         return f"{question_type} needs evidence from {spec.min_days} different days"
     if spec.multi_point and len(picked) >= 2 and set.intersection(*(set(e.trace_ids) for e in picked)):
