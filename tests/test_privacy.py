@@ -248,3 +248,15 @@ def test_the_judge_reads_at_most_privacy_judge_statements(tmp_path):
     shown = [s for s in (HIDDEN, second) if s in judge.messages[-1]["content"]]
     assert len(shown) == 1, "one statement, not both"
     assert judge.json_schema["properties"]["revealed"]["maxItems"] == 1
+
+
+def test_a_trace_plan_that_tells_of_the_next_morning_is_written_then(tmp_path):
+    """The writer is told the trace's time after what its key information tells, whatever delay the plan gave."""
+    events, _ = _inputs(tmp_path / PID, [], [_evidence("ev1", "e_late", ERRAND, False)])
+    plan = json.loads(_plans("diary", [1]))
+    plan["traces"][0].update(key_information="the errand, and her brother's reply the next morning", delay_hours=1)
+    run_stage(tmp_path, "traces", config=CONFIG,
+              replies={"traces": [json.dumps(plan), _text("Dear diary, he answered this morning at last.")]})
+    (trace,) = read_records(tmp_path / PID / "traces.jsonl", Trace)
+    start = next(e for e in events if e.id == "e_late").time
+    assert trace.time == dt.datetime.combine(start.date() + dt.timedelta(days=1), dt.time(8))

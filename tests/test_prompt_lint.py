@@ -202,6 +202,34 @@ def test_the_change_an_event_tells_first_comes_in_its_first_phase():
     assert list(phases_stage.told_order("同学聚会后，她查清了三所学校的截止时间。", zh, before, target)) == ["opi", "exp"]
 
 
+def test_a_state_comes_where_its_outcome_is_told_not_its_first_cause():
+    """A writer's event told an invitation to demo at a festival at its start, the side projects shelved next and
+    the demo itself at its end; the state "presenting on stage" (trigger: the invitation) came in the first phase
+    and the shelving in the second."""
+    from synth.records import LifeArc
+
+    def arc(arc_id: str, trigger: str, label: str) -> LifeArc:
+        states = [{"label": "before", "description": "d", "trigger": "t", "cues": []},
+                  {"label": label, "description": "d", "trigger": trigger, "cues": []}]
+        return LifeArc(id=arc_id, persona_id="p", dimension="experience", title=arc_id, description="d",
+                       anchor_states=states)
+
+    arcs = [arc("demo", "an invitation to demo the prototype", "presenting on stage to investors"),
+            arc("side", "shelving the side projects", "single-minded")]
+    told = ("An invitation arrives to demo the prototype at the festival. He shelves the side projects to make "
+            "time. Three weeks later he is presenting on stage to a room of investors.")
+    before, target = {"demo": 0, "side": 0}, {"demo": 1, "side": 1}
+    ordered = phases_stage.told_order(told, arcs, before, target)
+    assert list(ordered) == ["side", "demo"]
+    assert phases_stage.states_after(before, ordered, 0, 2) == {"demo": 0, "side": 1}
+    # a label the description never tells: the trigger alone places it (the invitation still comes first)
+    quiet = [arc("demo", "an invitation to demo the prototype", "keyed up"), arcs[1]]
+    assert list(phases_stage.told_order(told, quiet, before, target)) == ["demo", "side"]
+    zh = [arc("demo", "收到路演邀请", "登台路演"), arc("side", "搁置副业项目", "一心一意")]
+    said = "她收到路演邀请，随即搁置副业项目。三周后她登台面对投资人。"
+    assert list(phases_stage.told_order(said, zh, before, target)) == ["side", "demo"]
+
+
 def test_a_cue_on_a_weekday_the_phase_lacks_is_marked_for_the_writer():
     """"Tells his mother the news on their Sunday call" reached in a phase of a Wednesday and a Thursday."""
     from synth.records import LifeArc

@@ -602,3 +602,18 @@ def test_a_plan_of_a_multi_evidence_type_is_asked_for_as_many_evidence_as_its_ga
     with pytest.raises(ValidationError):
         qa.plan_model(5, 14, 2).model_validate({**plan_answer().model_dump(), "evidence": [3]})
     assert qa.plan_model(1, 14, 2).model_json_schema()["properties"]["evidence"]["minItems"] == 1, "never above the segment"
+
+
+def test_a_trace_that_tells_of_the_next_day_is_written_then():
+    """A capable planner timed a thread 00:42 after an evening event while its key information held the replies
+    "the next morning": the delay moves on to that morning; not for what the person only means to do then."""
+    late = event(dt.datetime(2022, 3, 1, 23, 30))
+    assert traces.told_delay(late, "Replies from the team came the next morning.", 1.2, 48) == 8.5
+    assert traces.told_delay(late, "Replies came the following afternoon.", 1.2, 48) == 13.5
+    assert traces.told_delay(late, "队友们第二天下午才回消息。", 1.2, 48) == 13.5
+    assert traces.told_delay(late, "次日一早收到回复", 0.5, 48) == 8.5
+    assert traces.told_delay(late, "She plans to call her sister the next day.", 1.2, 48) == 1.2
+    assert traces.told_delay(late, "打算第二天一早去医院。", 1.2, 48) == 1.2
+    assert traces.told_delay(late, "Replies came the next morning.", 1.2, 4) == 4, "never past the allowed delay"
+    assert traces.told_delay(late, "Replies came the next morning.", 20, 48) == 20, "already after it"
+    assert traces.told_delay(late, "Nothing about later.", 1.2, 48) == 1.2

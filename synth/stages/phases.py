@@ -79,9 +79,13 @@ def states_after(before: dict[str, int], target: dict[str, int], k: int, count: 
 
 
 def told_order(description: str, arcs: list[LifeArc], start: dict[str, int], target: dict[str, int]) -> dict[str, int]:
-    """`target` with its arcs in the order the major event's description tells their next change (the first place
-    a content unit of the next state's trigger or label appears: a stemmed word of five letters or more, or a
-    Chinese character pair — `key_units`, whose stems are prefixes of the words they come from),
+    """`target` with its arcs in the order the major event's description tells their next change: where both the
+    next state's trigger and its label have been told (the later of the first places a content unit of each
+    appears: a stemmed word of five letters or more, or a Chinese character pair — `key_units`, whose stems are
+    prefixes of the words they come from; the label's units less the trigger's; one of them when the other is not
+    found). A state is reached with its outcome, not its first cause: a capable writer's event told an invitation
+    to demo at a festival at its start and the demo at its end, and the state "demoing on stage" came in the first
+    phase, the side projects shelved at the start in the second;
     the arcs it does not tell after them in arc order: `states_after` steps the arcs in this order, so the phase that
     comes first gets the change the description tells first (a writer's event had the reunion before the deadlines
     were checked; the schedule, stepping in arc order, put the deadlines in the first phase, the reunion in the
@@ -89,13 +93,18 @@ def told_order(description: str, arcs: list[LifeArc], start: dict[str, int], tar
     text = description.lower()
     by_id = {arc.id: arc for arc in arcs}
 
+    def first(units: set[str]) -> float:
+        cues = {unit for unit in units if len(unit) >= 5 or not unit.isascii()}
+        return min((text.find(cue) for cue in cues if cue in text), default=float("inf"))
+
     def told_at(arc_id: str) -> float:
         arc, k = by_id.get(arc_id), start.get(arc_id, 0) + 1
         if arc is None or k >= len(arc.anchor_states) or target[arc_id] < k:
             return float("inf")
-        said = key_units(f"{arc.anchor_states[k].trigger} {arc.anchor_states[k].label}")
-        cues = {unit for unit in said if len(unit) >= 5 or not unit.isascii()}
-        return min((text.find(cue) for cue in cues if cue in text), default=float("inf"))
+        trigger = key_units(arc.anchor_states[k].trigger)
+        told = [at for at in (first(trigger), first(key_units(arc.anchor_states[k].label) - trigger))
+                if at != float("inf")]
+        return max(told, default=float("inf"))
 
     order = sorted(enumerate(target), key=lambda pair: (told_at(pair[1]), pair[0]))
     return {arc_id: target[arc_id] for _, arc_id in order}

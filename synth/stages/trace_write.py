@@ -4,6 +4,7 @@ then each trace through the privacy checks, a leaking one re-written alone with 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -56,6 +57,32 @@ def have_content(answer: BaseModel) -> None:
 def trace_time(event: Event, delay_hours: float, max_delay: int) -> dt.datetime:
     """When a trace is written: `delay_hours` (a fraction too) after its event, at most `max_delay`, to the minute."""
     return event.time + dt.timedelta(minutes=round(min(delay_hours, max_delay) * 60))
+
+
+# what a trace tells of the day after its event ("the replies came the next morning", 第二天一早), and the hour of that
+# day it tells of at the earliest (morning unless it names a later part of the day)
+NEXT_DAY = re.compile(r"\b(?:next|following)\s+(morning|day|afternoon|evening|night)\b|\bthe\s+day\s+after\b"
+                      r"|(?:第二天|次日|隔天|翌日|转天)(一早|早上|早晨|上午|中午|下午|傍晚|晚上|夜里)?", re.IGNORECASE)
+DAY_PART = {"afternoon": 13, "evening": 18, "night": 20, "中午": 12, "下午": 13, "傍晚": 18, "晚上": 19, "夜里": 21}
+# an intention before it in the same sentence ("plans to call her the next day", 打算第二天去) is not yet told
+INTENDED = re.compile(r"\b(?:will|would|plans?|planning|intends?|going to|means? to|wants? to|hopes? to|tomorrow)\b"
+                      r"|打算|准备|计划|想着|要去|明天", re.IGNORECASE)
+
+
+def told_delay(event: Event, key_information: str, delay_hours: float, max_delay: int) -> float:
+    """The plan's delay, moved on to the day after the event when its key information tells what happened then:
+    a capable planner timed a message thread 00:42 after an evening event while its key information held the
+    replies "the next morning" (the plan prompt says a trace is written after all it tells). Not moved past
+    `max_delay`, nor for what the person only means to do then."""
+    latest = 0.0
+    for found in NEXT_DAY.finditer(key_information):
+        sentence = re.split(r"[.!?;。！？；\n]", key_information[:found.start()])[-1]
+        if INTENDED.search(sentence):
+            continue
+        hour = DAY_PART.get((found.group(1) or found.group(2) or "").lower(), 8)
+        then = dt.datetime.combine(event.time.date() + dt.timedelta(days=1), dt.time(hour))
+        latest = max(latest, (then - event.time).total_seconds() / 3600)
+    return min(max(delay_hours, latest), max(delay_hours, max_delay))
 
 
 def voice_reference(written: list[Trace], medium: str, before: dt.datetime, count: int, chars: int) -> list[dict]:

@@ -46,6 +46,7 @@ from synth.stages.trace_write import (  # noqa: F401  (re-exported)
     has_content,
     privacy_verdict,
     texts_answer,
+    told_delay,
     trace_time,
     voice_reference,
     write_variables,
@@ -239,8 +240,9 @@ class TraceWriter(TraceWriting):
                    max_delay: int) -> tuple[list, list[tuple[int, str, list[int]]], str]:
         """The event's trace plans with privacy enforced: a plan that puts private evidence in a public medium goes
         back to the planner with the problems (at most `privacy_repairs` times), then code re-routes what is left
-        (`route_private`). Returns the plans, (plan index, medium, evidence) per trace to write, and how privacy
-        was repaired ("" if never)."""
+        (`route_private`). Returns the plans (a delay moved on to the next day when the plan tells of it:
+        `told_delay`), (plan index, medium, evidence) per trace to write, and how privacy was repaired ("" if
+        never)."""
         section = self.ctx.section
         work = work_moment(event, self.relations, self.ctx.settings.chats.work_words, context.get("holidays", []))
         variables = plan_variables(context, event, evidence, self.count, self.weights, max_delay,
@@ -262,7 +264,9 @@ class TraceWriter(TraceWriting):
                                         max_tokens=tokens, sample=round_)
         routed, rerouted = route_private(answer.traces, len(evidence), private, self.rule.public_media,
                                          self.private_medium)
-        return answer.traces, routed, "rerouted" if rerouted else how
+        plans = [plan.model_copy(update={"delay_hours": told_delay(event, plan.key_information, plan.delay_hours,
+                                                                    max_delay)}) for plan in answer.traces]
+        return plans, routed, "rerouted" if rerouted else how
 
 async def run(ctx: StageContext) -> None:
     if "written" in ctx.settings.sources:
