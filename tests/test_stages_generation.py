@@ -186,6 +186,33 @@ def test_aligned_is_monotonic_and_bounded():
     assert aligned([[0], [1], [0]], arcs) == [[0], [1], [1]]
 
 
+def test_a_state_is_reached_in_the_event_that_tells_its_trigger():
+    """A capable writer put a state whose trigger was the exam results in the festival event before the results
+    came out: the state moves to the later event that tells them; a trigger no event tells stays where planned."""
+    from synth.stages.arcs import where_told
+
+    def arc(trigger: str) -> LifeArc:
+        states = [AnchorState(label="before", description="d", trigger="t", cues=[]),
+                  AnchorState(label="after", description="d", trigger=trigger, cues=[])]
+        return LifeArc(id="a", persona_id="p", dimension="experience", title="t", description="d",
+                       anchor_states=states)
+
+    results = arc("the exam results come out ten points short")
+    told = ["Spring Festival at her parents': dumplings, relatives asking about her plans.",
+            "The exam results are published: she is ten points short of the line."]
+    assert where_told(told, [[1], [1]], [results]) == [[0], [1]]
+    assert where_told(told[::-1], [[1], [1]], [results]) == [[1], [1]], "told where planned: kept"
+    assert where_told([told[0], "A quiet week."], [[1], [1]], [results]) == [[1], [1]], "told nowhere: kept"
+    zh = arc("初试出分，总分离复试线差十几分")
+    said = ["春节回老家，亲戚们围着问她的打算。", "初试出分了，总分离复试线还差十几分。"]
+    assert where_told(said, [[1], [1]], [zh]) == [[0], [1]]
+    three = LifeArc(id="a", persona_id="p", dimension="experience", title="t", description="d",
+                    anchor_states=[*results.anchor_states, AnchorState(label="x", description="d", trigger="t2",
+                                                                         cues=[])])
+    assert where_told([told[0], "Something else.", told[1]], [[1], [2], [2]], [three]) == [[1], [2], [2]], \
+        "a further state before the telling event: kept"
+
+
 def test_carry_all_gives_every_evidence_a_trace():
     plans, missing = carry_all([[1], [1, 2]], 4)
     assert missing == 0

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, create_model
 from synth.config.settings import ArcsSettings
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.seedpool import SeedConcept, load_seed_pool, seeds_for_age
+from synth.quality.label_check import key_units
 from synth.records import (
     DIMENSIONS,
     AnchorState,
@@ -165,6 +166,38 @@ def aligned(rows: list[list[int]], arcs: list[LifeArc]) -> list[list[int]]:
     return out
 
 
+def _cues(text: str) -> set[str]:
+    """A text's content units that name something (`key_units`: stemmed words of five letters or more, Chinese
+    character pairs)."""
+    return {unit for unit in key_units(text) if len(unit) >= 5 or not unit.isascii()}
+
+
+def where_told(descriptions: list[str], rows: list[list[int]], arcs: list[LifeArc]) -> list[list[int]]:
+    """The aligned rows with a state moved to the major event that tells its trigger: a state the plan reaches in
+    an event whose description holds none of its trigger's content units, while a later event's holds at least two
+    and the arc reaches no further state before it, is reached in that later event (the events between keep the
+    state before). A capable writer put a state whose trigger was the exam results in the festival event before
+    the results came out."""
+    rows = [list(row) for row in rows]
+    for j, arc in enumerate(arcs):
+        for i in range(len(rows)):
+            before = rows[i - 1][j] if i else 0
+            k = rows[i][j]
+            if k != before + 1:  # no change here, or several states at once (left as planned)
+                continue
+            cues = _cues(arc.anchor_states[k].trigger)
+            if not cues or cues & _cues(descriptions[i]):
+                continue
+            for later in range(i + 1, len(rows)):
+                if rows[later][j] > k:
+                    break
+                if len(cues & _cues(descriptions[later])) >= 2:
+                    for m in range(i, later):
+                        rows[m][j] = before
+                    break
+    return rows
+
+
 def everyday_spans(spans: list[tuple[int, int]], days: int, min_days: int) -> list[tuple[int, int, int]]:
     """The gaps of the timeline between (before, after) the placed major-event spans that last at least
     `min_days`, as (start, end, index of the major event before it or -1): the everyday life lived there."""
@@ -199,7 +232,7 @@ def build_major_events(persona: Persona, seeds: list[EventSeed], arcs: list[Life
     days = (persona.end - persona.start).days + 1
     drafts = sorted(answer.events, key=lambda d: (min(d.start_day, d.end_day), max(d.start_day, d.end_day)))
     spans = place([(min(d.start_day, d.end_day), max(d.start_day, d.end_day)) for d in drafts], days)
-    states = aligned([list(d.arc_states) for d in drafts], arcs)
+    states = where_told([d.description for d in drafts], aligned([list(d.arc_states) for d in drafts], arcs), arcs)
     seed_ids = {s.name: s.id for s in seeds}
     seed_ids.update({label: seed_ids[name] for label, name in seed_labels(seeds, persona.language).items()})
     events = []
