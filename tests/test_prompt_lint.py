@@ -512,6 +512,18 @@ def test_an_excerpt_keeps_the_passage_that_carries_the_evidence_not_the_opening(
     assert "工作日一滴黄酒不碰" in cut["content"]
 
 
+def test_an_excerpt_of_a_chat_keeps_whole_lines_with_their_speaker():
+    """Cut by sentences, a chat excerpt began mid-line: the line's speaker and time were lost."""
+    from synth.stages.common import excerpt
+
+    lines = [f"[21:{m:02d}] Evan: Fine. Nothing new here. The bus was late." for m in range(10)]
+    lines[6] = "[21:06] Mum: Did you eat? I have not touched a drop of yellow wine on weekdays since March."
+    shown = excerpt("\n".join(lines), 160, ["not a drop of yellow wine on weekdays"])
+    assert "yellow wine" in shown
+    assert all(line.startswith("[21:") for line in shown.strip("…").strip().split("\n")), shown
+    assert "[21:06] Mum: Did you eat?" in shown
+
+
 # ------------------------------------------------------------------------------------------ hints fit the audience
 
 def test_a_rest_day_errand_without_colleagues_gets_no_work_chat_hint():

@@ -230,15 +230,19 @@ def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: PromptsSet
 
 
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*\s*|\n+")
+_LINE = re.compile(r"[^\n]+\n*")
 
 
 def excerpt(text: str, size: int, about: list[str] | tuple[str, ...] = ()) -> str:
     """At most `size` characters of `text`: the whole text when it fits; else the window of whole sentences around
     the sentence sharing the most words (Chinese: character bigrams) with the statements `about`, marked "…" where
-    it was cut. Without statements, or when none is found, the opening."""
+    it was cut; a text of short lines (a chat, a search history, a list) by whole lines, so a cut never drops the
+    speaker or the time that opens one. Without statements, or when none is found, the opening."""
     if len(text) <= size:
         return text
-    spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(text)] or [(0, len(text))]
+    lines = [(m.start(), m.end()) for m in _LINE.finditer(text)]
+    by_line = len(lines) >= 3 and max(b - a for a, b in lines) <= size
+    spans = (lines if by_line else [(m.start(), m.end()) for m in _SENTENCE.finditer(text)]) or [(0, len(text))]
     wanted = set().union(*(key_units(s) for s in about)) if about else set()
     scores = [len(key_units(text[a:b]) & wanted) for a, b in spans]
     best = max(range(len(spans)), key=lambda i: (scores[i], -i)) if wanted and max(scores) > 0 else 0
