@@ -185,10 +185,16 @@ def test_the_major_events_prompt_matches_each_transition_to_a_fitting_trigger_wi
     assert rule in body
     # three arcs of three states: six changes for the events to carry (a writer read "exactly 3 events" as one each)
     three = [{**a, "anchor_states": a["anchor_states"][:1] * 3} for a in (ARCS * 3)[:3]]
-    body = text("arcs_major_events.j2", language, arcs=three, count=3)
-    expected = ("6 state changes are to come across the arcs and 3 events to carry them" if language == "en"
-                else "一共还有 6 次状态变化，由 3 个事件来承载")
+    body = text("arcs_major_events.j2", language, arcs=three, count=6)
+    expected = ("6 state changes are to come across the arcs and 6 events to carry them" if language == "en"
+                else "一共还有 6 次状态变化，由 6 个事件来承载")
     assert expected in body
+    # fewer events than changes: never worded as if the events had to carry them all (a writer read "6 changes,
+    # carried by 3 events" as a count to meet, and bundled unrelated triggers beside the rule not to)
+    few = text("arcs_major_events.j2", language, arcs=three, count=3)
+    assert ("6 state changes ahead and there are 3 events: not every change need happen" if language == "en"
+            else "一共还有 6 次状态变化，而事件只有 3 个：不是每次变化都要在这段时间里发生") in few
+    assert ("events to carry them" if language == "en" else "个事件来承载") not in few
 
 
 def test_one_event_that_reaches_a_state_need_not_show_all_its_cues():
@@ -264,6 +270,9 @@ def test_phases_and_snapshots_give_what_is_still_to_come_no_date(language):
     assert rule in text("phases_update.j2", language)
     # the day-0 snapshot too: a capable writer's put the exam results "at the end of February" (二月底)
     assert rule in text("phases_init.j2", language)
+    # nor an arc's cue, which phases must show: "a countdown in days to the exam" (日记里出现倒计时天数) dated it
+    cue = ("a cue never dates something still to come" if language == "en" else "线索不给还没发生的事定日子")
+    assert cue in text("arcs_plan.j2", language)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
