@@ -405,13 +405,19 @@ def test_private_evidence_of_a_moment_with_only_colleagues_is_never_hinted_to_an
                      description="d", location="", participant_ids=["jenna"])
     kept = [Evidence(id="v", persona_id="p", event_id="e", kind="emotion", arc_ids=[], private=True,
                      statement="He does not let on how uneasy the handover makes him.")]
-    work_words = section.chats.work_words
-    assert close_moment(handover, people, work_words) is False
+    work_words, close_words = section.chats.work_words, [*section.chats.family_words, *section.traces.close_words]
+    assert close_moment(handover, people, work_words, close_words) is False
     hint = traces_stage.plan_variables({}, handover, kept, 1, weights, 48, addressed=addressed,
-                                       close=close_moment(handover, people, work_words))["suggested"]
+                                       close=close_moment(handover, people, work_words, close_words))["suggested"]
     assert hint == ["diary"]
     family = handover.model_copy(update={"participant_ids": ["jenna", "sister"]})
-    assert close_moment(family, people, work_words) is True
+    assert close_moment(family, people, work_words, close_words) is True
+    # a doctor is no one to write a private fear to (a capable planner was hinted a message thread for the fear
+    # he told no one after an ECG at his GP's); a friend, 室友 or 男朋友 is
+    visit = handover.model_copy(update={"participant_ids": ["gp"]})
+    assert close_moment(visit, {"gp": "GP"}, work_words, close_words) is False
+    for relation in ("old school friend", "室友", "男朋友", "mother"):
+        assert close_moment(visit, {"gp": relation}, work_words, close_words) is True, relation
     assert traces_stage.plan_variables({}, family, kept, 1, weights, 48, addressed=addressed,
                                        close=True)["suggested"] == ["email"]
 

@@ -122,11 +122,14 @@ def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str
             and not any(h.get("date") == day for h in holidays))
 
 
-def close_moment(event, people: dict[str, str], work_words: list[str] | tuple[str, ...]) -> bool:
-    """Someone in the moment private words could be written to: a participant whose relation is not a work one
-    (`people`: person id → relation). A capable planner hinted email for a trace carrying his private unease about
-    a handover to a colleague: an email to her could not hold it."""
-    return any(not work_relation(people.get(pid, ""), work_words) for pid in event.participant_ids)
+def close_moment(event, people: dict[str, str], work_words: list[str] | tuple[str, ...],
+                 close_words: list[str] | tuple[str, ...]) -> bool:
+    """Someone in the moment private words could be written to: a participant whose relation is a close one (it
+    holds one of `close_words`: family, a friend, a partner) and not a work one (`people`: person id → relation).
+    A capable planner was hinted email for a trace carrying his private unease about a handover to a colleague,
+    and a message thread for the fear he told no one after a visit to his GP."""
+    return any(not work_relation(people.get(pid, ""), work_words) and work_relation(people.get(pid, ""), close_words)
+               for pid in event.participant_ids)
 
 
 def posted_media(statements: list[str], posted: dict[str, list[str]], allowed: list[str]) -> list[str]:

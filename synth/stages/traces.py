@@ -163,8 +163,8 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     slot) when an evidence quotes words said or written: a capable planner was hinted a to-do list for words said
     to a partner at dinner. Nor the `addressed` media (an email, a message) for private evidence of a moment with
     no one else in it: there is no one to write it to (a capable planner, hinted email, invented a reply to a
-    therapist's pre-appointment email that no event holds), nor with only colleagues in it (`close` false: no one
-    close to write it to — `close_moment`; None: anyone in the moment counts)."""
+    therapist's pre-appointment email that no event holds), nor with no one close in it (`close` false: only colleagues,
+    a doctor, a landlord — `close_moment`; None: anyone in the moment counts)."""
     left_out = set(short or {}) if len(evidence) > count else set()
     if any(QUOTED.search(e.statement) for e in evidence):
         left_out |= terse
@@ -249,7 +249,8 @@ class TraceWriter(TraceWriting):
                                    self.rule.public_media, work, frozenset(section.work_media), section.posted,
                                    short_media(section, self.media, self.ctx.language), frozenset(section.terse_media),
                                    frozenset(section.addressed_media),
-                                   close_moment(event, self.relations, self.ctx.settings.chats.work_words))
+                                   close_moment(event, self.relations, self.ctx.settings.chats.work_words,
+                                                [*self.ctx.settings.chats.family_words, *section.close_words]))
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)
