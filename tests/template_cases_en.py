@@ -69,6 +69,7 @@ VARIABLES = {
                        "public": ["social_post"], "problems": [{"trace": 1, "medium": "social_post", "evidence": 1}],
                        "short": [{"medium": "photo_caption", "high": 40}]},
     "traces_privacy.j2": {"medium": "social_post", "content": "Long shift, cried in the car after.",
+                          "allowed": ["Maya worked a long shift on the ward."],
                           "statements": ["Maya cried in her car after the shift."]},
     "traces_write.j2": {**TRACE_CONTEXT, "medium": "social_post", "intent": "vent", "audience": "friends",
                         "key_information": "k", "carried": EVIDENCE, "time": "2022-01-04T20:00",

@@ -151,6 +151,7 @@ def _generation(name: str) -> dict:
                                         {"trace": 0, "medium": "", "evidence": 2}],
                            "short": [{"medium": "moments", "high": 85}]},
         "traces_privacy.j2": {"medium": "moments", "content": "今天开完会在车里坐了很久。",
+                              "allowed": ["她开了一下午的会。"],
                               "statements": ["她在车里哭了一场，觉得自己带不好团队。"]},
         "traces_write.j2": {**TRACE_CONTEXT, "medium": "search_history", "intent": "查资料", "audience": "自己",
                             "key_information": "周会的安排。", "carried": EVIDENCE, "time": "2023-02-06T21:00",

@@ -222,6 +222,10 @@ def test_the_judge_catches_a_paraphrase_the_word_check_misses(tmp_path):
     judges = [r for r in fake.seen if r.task == "traces_privacy"]
     assert len(judges) == 2 and HIDDEN in judges[0].messages[-1]["content"]
     assert paraphrase in judges[0].messages[-1]["content"] and judges[0].settings.temperature == 0.0
+    # the post's own public evidence is shown as what it is meant to tell (no leak where it touches a secret: a
+    # capable writer was sent back twice for a required line overlapping a private one)
+    shown = judges[0].messages[-1]["content"]
+    assert "meant to tell" in shown and ERRAND in shown.split("What the person keeps private")[0]
     assert not [r for r in fake.seen if r.task == "traces_privacy" and "Dear diary" in r.messages[-1]["content"]], \
         "a private medium is never judged"
     rewrite = _late_writes(fake)[-1]

@@ -202,8 +202,13 @@ class TraceWriting:
         if not self.judges(trace):
             return []
         exposed = self.privacy.exposed(trace)[:self.judge_statements]
+        # what the trace is meant to tell (its own public evidence) is no leak where it touches a private statement:
+        # a capable writer was asked twice to rewrite a post whose required evidence ("slept under five hours every
+        # night this week") overlapped a private one ("lay awake until two that night")
+        allowed = [self.privacy.evidence[i].statement for i in trace.evidence_ids
+                   if i in self.privacy.evidence and not self.privacy.evidence[i].private]
         verdict = await self.ctx.ask("traces_privacy", "traces_privacy.j2",
-                                     {"medium": trace.medium, "content": trace.content,
+                                     {"medium": trace.medium, "content": trace.content, "allowed": allowed,
                                       "statements": [statement for _, statement in exposed]},
                                      privacy_verdict(len(exposed)), sample=sample,
                                      max_tokens=answer_tokens(self.ctx, 200))
