@@ -614,6 +614,7 @@ def test_a_trace_that_tells_of_the_next_day_is_written_then():
     assert traces.told_delay(late, "次日一早收到回复", 0.5, 48) == 8.5
     assert traces.told_delay(late, "She plans to call her sister the next day.", 1.2, 48) == 1.2
     assert traces.told_delay(late, "打算第二天一早去医院。", 1.2, 48) == 1.2
+    assert traces.told_delay(late, "He decided to file the claim the next day.", 1.2, 48) == 1.2
     assert traces.told_delay(late, "Replies came the next morning.", 1.2, 4) == 4, "never past the allowed delay"
     assert traces.told_delay(late, "Replies came the next morning.", 20, 48) == 20, "already after it"
     assert traces.told_delay(late, "Nothing about later.", 1.2, 48) == 1.2

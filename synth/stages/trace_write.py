@@ -65,8 +65,8 @@ NEXT_DAY = re.compile(r"\b(?:next|following)\s+(morning|day|afternoon|evening|ni
                       r"|(?:第二天|次日|隔天|翌日|转天)(一早|早上|早晨|上午|中午|下午|傍晚|晚上|夜里)?", re.IGNORECASE)
 DAY_PART = {"afternoon": 13, "evening": 18, "night": 20, "中午": 12, "下午": 13, "傍晚": 18, "晚上": 19, "夜里": 21}
 # an intention before it in the same sentence ("plans to call her the next day", 打算第二天去) is not yet told
-INTENDED = re.compile(r"\b(?:will|would|plans?|planning|intends?|going to|means? to|wants? to|hopes? to|tomorrow)\b"
-                      r"|打算|准备|计划|想着|要去|明天", re.IGNORECASE)
+INTENDED = re.compile(r"\b(?:will|would|plans?|planning|intends?|going to|means? to|wants? to|hopes? to|tomorrow"
+                      r"|decides? to|decided to|promises? to|promised to)\b|打算|准备|计划|想着|要去|明天|决定", re.IGNORECASE)
 
 
 def told_delay(event: Event, key_information: str, delay_hours: float, max_delay: int) -> float:
