@@ -197,7 +197,7 @@ def _qa(name: str, question_type: str) -> dict | None:
     return {
         "qa_plan.j2": {**common, **window, "max_delay_days": 23, "hours": (7, 22),
                        "planned": [{"question_type": "comparison", "outline": "周会前后的对比。",
-                                    "evidence": [1]}],
+                                    "evidence": [1], "elsewhere": 1}],
                        "settled": ["2023-02-06 周会: 她宣布新的排班表从下个月开始。"]},
         "qa_duration.j2": {**common, "arc": ARC_RECORDS[0], "question_time": "2023-02-08T20:00", "days": 5,
                            "convention": "calendar_days_between",

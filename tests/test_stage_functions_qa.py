@@ -618,3 +618,17 @@ def test_a_trace_that_tells_of_the_next_day_is_written_then():
     assert traces.told_delay(late, "Replies came the next morning.", 1.2, 4) == 4, "never past the allowed delay"
     assert traces.told_delay(late, "Replies came the next morning.", 20, 48) == 20, "already after it"
     assert traces.told_delay(late, "Nothing about later.", 1.2, 48) == 1.2
+
+
+def test_an_earlier_plan_says_how_much_of_its_evidence_is_not_in_the_list():
+    """A writer read an earlier comparison's outline relying on a breakdown its listed numbers ([2], [3]) did not
+    cover: the plan's other evidence was in another stretch. The view says how many are not in this list."""
+    from synth.stages.qa.plan_checks import shared_plans
+
+    ids = [e.evidence_id for e in SEGMENT.evidence]
+    planned = [{"question_type": "comparison", "outline": "before and after the breakdown",
+                "evidence_ids": [ids[0], "elsewhere-1", "elsewhere-2"]},
+               {"question_type": "pattern", "outline": "all here", "evidence_ids": ids[:1]}]
+    shown = {p["question_type"]: p for p in shared_plans(planned, SEGMENT, None)}
+    assert shown["comparison"]["evidence"] == [1] and shown["comparison"]["elsewhere"] == 2
+    assert shown["pattern"]["elsewhere"] == 0

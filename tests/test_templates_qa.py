@@ -304,3 +304,16 @@ def test_the_counter_seed_writer_may_name_the_question_s_people_in_every_set(peo
     rule = ("they may stand in every set, by the same name" if language == "en"
             else "它们可以出现在每一组里，用同样的名字")
     assert rule in task
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_earlier_plan_with_evidence_in_another_stretch_says_so(people, language):
+    """A writer read an earlier outline relying on a breakdown its listed numbers did not cover."""
+    persona, arcs = people
+    planned = [{"question_type": "comparison", "outline": "OUTLINE-EARLIER", "evidence": [1], "elsewhere": 2},
+               {"question_type": "pattern", "outline": "OUTLINE-HERE", "evidence": [1], "elsewhere": 0}]
+    body = render("qa_plan.j2", language=language,
+                  **{**variables("qa_plan.j2", persona, arcs, language), "planned": planned})[-1]["content"]
+    said = "and 2 not in the list above" if language == "en" else "另有 2 条不在上面的列表里"
+    assert said in body and body.count(said) == 1
+    assert ("not in the list above" if language == "en" else "不在上面的列表里") not in body.split("OUTLINE-HERE")[1]

@@ -181,7 +181,9 @@ def undated_outline(answer, segment: Segment | None = None, traces: Mapping[str,
 
 def shared_plans(planned: Sequence[dict], segment: Segment, budget: int | None) -> list[dict]:
     """The earlier plans a planner of `segment` sees: those sharing its evidence, each with the numbers of the
-    shared evidence in the segment's list (not the statements again), the most shared first, then the latest,
+    shared evidence in the segment's list (not the statements again) and how many of its evidence are not in that
+    list (`elsewhere`: a writer read an outline relying on a breakdown its listed numbers did not cover, the plan's
+    other evidence being in another stretch), the most shared first, then the latest,
     while their outlines fit in `budget` tokens (None: all) — an arc's plans pile up over the types, the prompt
     does not."""
     number = {e.evidence_id: i for i, e in enumerate(segment.evidence, 1)}
@@ -193,7 +195,8 @@ def shared_plans(planned: Sequence[dict], segment: Segment, budget: int | None) 
         if budget is not None and used + cost > budget:
             continue
         used += cost
-        shown.append({"question_type": plan["question_type"], "outline": plan["outline"], "evidence": numbers})
+        shown.append({"question_type": plan["question_type"], "outline": plan["outline"], "evidence": numbers,
+                      "elsewhere": len(set(plan["evidence_ids"])) - len(numbers)})
     return shown
 
 
