@@ -461,6 +461,16 @@ def test_one_length_rule_per_trace(language):
         assert not LENGTH_WORDS.search(body), (language, medium, LENGTH_WORDS.search(body))
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_quoted_opening_is_not_against_the_no_stock_opening_rule(language):
+    """A writer met an evidence quoting how a diary entry began ("Too tired to write much") beside "vary the
+    opening, no stock first line": the rule says a quoted opening is kept."""
+    said = ("where an evidence quotes how this record begins, begin so" if language == "en"
+            else "证据引了这条记录怎么开头的，就照那样开头")
+    assert said in text("traces_write.j2", language)
+    assert said in text("traces_write_all.j2", language)
+
+
 def test_a_medium_sets_its_own_length_band():
     from synth.config.conf import recorded_section
     from synth.config.settings import TracesSettings
