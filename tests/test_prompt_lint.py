@@ -741,3 +741,16 @@ def test_a_rewritten_question_keeps_its_types_reasoning():
             assert wanted in text, (question_type, language)
             plain = "\n".join(m["content"] for m in render("qa_write.j2", language=language, persona=persona, **values))
             assert wanted not in plain, "only a rewrite is told"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_counter_seed_prompt_points_at_examples_only_when_it_shows_some(language):
+    """A counter-seed writer was told "in the same form as the statements above" with no statement shown."""
+    above = "statements above" if language == "en" else "上面的陈述"
+    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_seeds.j2", "causal")}
+
+    def body(examples: list[str]) -> str:
+        return "\n".join(m["content"] for m in render("distractors_seeds.j2", language=language,
+                                                       **{**case, "examples": examples}))
+    assert above not in body([])
+    assert above in body(["She met Joanne at the bakery on 3 March."])
