@@ -754,3 +754,16 @@ def test_the_counter_seed_prompt_points_at_examples_only_when_it_shows_some(lang
                                                        **{**case, "examples": examples}))
     assert above not in body([])
     assert above in body(["She met Joanne at the bakery on 3 March."])
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_re_render_about_names_keeps_the_naming_rule(language):
+    """A renderer read the round's "name only the people of its own set" as looser than the system rule "name only
+    those the question names": the advice keeps to the set's people, named as the rules say."""
+    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_render.j2", "causal")}
+    case["feedback"] = [{"round": 1, "kinds": ["key_entity_central", "reader_names"], "reason": "",
+                         "favours": False, "unfaithful": False}]
+    body = "\n".join(m["content"] for m in render("distractors_render.j2", language=language, **case))
+    said = "as the rules above say" if language == "en" else "称呼照上面的规则"
+    assert body.count(said) == 2
+    assert "name only the people of its own set" not in body
