@@ -38,6 +38,12 @@ def _stem(word: str) -> str:
     return word
 
 
+def naming_units(units: set[str]) -> set[str]:
+    """The units of `key_units` that name something: stemmed words of five letters or more, Chinese character
+    pairs (short English stems match inside too many words)."""
+    return {unit for unit in units if len(unit) >= 5 or not unit.isascii()}
+
+
 def key_units(text: str) -> set[str]:
     """The units a statement is recognised by: stemmed content words and Han-character bigrams."""
     text = text.lower()

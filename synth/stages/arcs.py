@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, create_model
 from synth.config.settings import ArcsSettings
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.seedpool import SeedConcept, load_seed_pool, seeds_for_age
-from synth.quality.label_check import key_units
+from synth.quality.label_check import key_units, naming_units
 from synth.records import (
     DIMENSIONS,
     AnchorState,
@@ -167,9 +167,7 @@ def aligned(rows: list[list[int]], arcs: list[LifeArc]) -> list[list[int]]:
 
 
 def _cues(text: str) -> set[str]:
-    """A text's content units that name something (`key_units`: stemmed words of five letters or more, Chinese
-    character pairs)."""
-    return {unit for unit in key_units(text) if len(unit) >= 5 or not unit.isascii()}
+    return naming_units(key_units(text))
 
 
 def where_told(descriptions: list[str], rows: list[list[int]], arcs: list[LifeArc]) -> list[list[int]]:

@@ -33,7 +33,7 @@ from synth.records import (
     Utterance,
     mint_id,
 )
-from synth.stages.common import SpokenContext, answer_tokens, unique_labels, work_relation
+from synth.stages.common import SpokenContext, answer_tokens, relation_holds, unique_labels
 
 KINDS = ("family", "work", "friends")
 
@@ -42,7 +42,7 @@ KINDS = ("family", "work", "friends")
 
 def relation_kind(relation: str, section: ChatsSettings) -> str:
     text = relation.lower()
-    if work_relation(relation, section.work_words):
+    if relation_holds(relation, section.work_words):
         return "work"
     if any(word in text for word in section.family_words):
         return "family"

@@ -96,10 +96,11 @@ def hint_weights(weights: dict[str, float], public: frozenset[str] | set[str], p
     return fitting or dict(weights)
 
 
-def work_relation(relation: str, work_words: list[str] | tuple[str, ...]) -> bool:
-    """Whether a relation ("my manager", "client at Halvorsen") is a work one: it holds one of `work_words`."""
+def relation_holds(relation: str, words: list[str] | tuple[str, ...]) -> bool:
+    """Whether a relation ("my manager", "client at Halvorsen", "old school friend") holds one of `words`: the work
+    words say a colleague, the family and close words someone close."""
     text = relation.lower()
-    return any(word.lower() in text for word in work_words)
+    return any(word.lower() in text for word in words)
 
 
 WORK_HOURS = (8, 19)  # a weekday's working hours: an evening call with a friend is not a moment for work chat
@@ -113,7 +114,7 @@ def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str
     An event with only family or friends is not one, whatever the hour (a capable writer was hinted work chat for
     an evening video call with a friend)."""
     relations = [people.get(pid, "") for pid in event.participant_ids]
-    if any(work_relation(relation, work_words) for relation in relations):
+    if any(relation_holds(relation, work_words) for relation in relations):
         return True
     if relations:
         return False
@@ -128,8 +129,8 @@ def close_moment(event, people: dict[str, str], work_words: list[str] | tuple[st
     holds one of `close_words`: family, a friend, a partner) and not a work one (`people`: person id → relation).
     A capable planner was hinted email for a trace carrying his private unease about a handover to a colleague,
     and a message thread for the fear he told no one after a visit to his GP."""
-    return any(not work_relation(people.get(pid, ""), work_words) and work_relation(people.get(pid, ""), close_words)
-               for pid in event.participant_ids)
+    relations = [people.get(pid, "") for pid in event.participant_ids]
+    return any(relation_holds(r, close_words) and not relation_holds(r, work_words) for r in relations)
 
 
 def posted_media(statements: list[str], posted: dict[str, list[str]], allowed: list[str]) -> list[str]:

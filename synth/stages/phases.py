@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, create_model
 from synth.core.calendar import country_of, days_needed, holidays_between, weekdays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.registry_view import bounded_registry
-from synth.quality.label_check import key_units
+from synth.quality.label_check import key_units, naming_units
 from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Snapshot, mint_id
 from synth.stages.common import Newcomer, arc_moves, event_view, newcomers, persona_and_arcs, state_map
 
@@ -94,8 +94,7 @@ def told_order(description: str, arcs: list[LifeArc], start: dict[str, int], tar
     by_id = {arc.id: arc for arc in arcs}
 
     def first(units: set[str]) -> float:
-        cues = {unit for unit in units if len(unit) >= 5 or not unit.isascii()}
-        return min((text.find(cue) for cue in cues if cue in text), default=float("inf"))
+        return min((text.find(cue) for cue in naming_units(units) if cue in text), default=float("inf"))
 
     def told_at(arc_id: str) -> float:
         arc, k = by_id.get(arc_id), start.get(arc_id, 0) + 1

@@ -201,6 +201,7 @@ class TraceWriter(TraceWriting):
         self.media = tuple(sorted(self.weights))
         self.moment = MomentContext(ctx)  # the registry, holidays and stretch each event's prompts show
         self.relations = {p.id: p.relation for p in ctx.people}  # whether a work medium fits a moment's audience
+        self.close_words = (*ctx.settings.chats.family_words, *section.close_words)  # someone close in the moment
         self.board: VoiceBoard | None = None  # who reads whose voice (set by write_traces)
         self.voice = (section.voice_examples, section.voice_chars)
         self.delay_limit = section.max_delay_hours
@@ -250,7 +251,7 @@ class TraceWriter(TraceWriting):
                                    short_media(section, self.media, self.ctx.language), frozenset(section.terse_media),
                                    frozenset(section.addressed_media),
                                    close_moment(event, self.relations, self.ctx.settings.chats.work_words,
-                                                [*self.ctx.settings.chats.family_words, *section.close_words]))
+                                                self.close_words))
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)
