@@ -9,8 +9,10 @@ import datetime as dt
 
 import pytest
 
+from synth.core.errors import BudgetExceeded
 from synth.records import Event, Trace
 from synth.stages.trace_voice import Planned, VoiceBoard, wave_index
+from synth.stages.traces import settled
 
 START = dt.date(2022, 1, 1)
 
@@ -103,3 +105,40 @@ def test_no_voice_examples_reads_nothing(count):
         return len(await asyncio.wait_for(board.reference("c", "diary", dt.datetime(2022, 1, 9)), 1))
 
     assert asyncio.run(scenario()) == count
+
+
+class StoppingWriter:
+    """A traces writer whose event "a" plans its diary, then meets the budget before writing it; every other event
+    writes one diary read from the board (as TraceWriter.draft does)."""
+
+    def __init__(self, board: VoiceBoard) -> None:
+        self.board = board
+
+    async def event(self, e: Event) -> dict:
+        own = trace(f"{e.id}1", "diary", e.time.day)
+        self.board.plan(e.id, [planned(own)])
+        if e.id == "a":
+            await asyncio.sleep(0.01)
+            raise BudgetExceeded("max_tokens reached")
+        read = await self.board.reference(e.id, "diary", own.time)
+        written = own.model_copy(update={"content": f"in the voice of {[t.id for t in read]}"})
+        self.board.wrote(written)
+        return {"traces.jsonl": [written]}
+
+
+@pytest.mark.parametrize("plan_first", [True, False])
+def test_a_budget_stop_stops_the_traces_that_read_it_instead_of_writing_them_without_it(plan_first):
+    """A reader released as if the stopped event's trace were missing would be written without it and journaled;
+    the resumed run, which writes that trace, would then differ from a run never stopped."""
+    async def scenario() -> list[str]:
+        events = [event("a", 1), event("c", 9)]
+        board = VoiceBoard(events, START, 7, count=1)
+        writer = StoppingWriter(board)
+        if not plan_first:  # stopped before its plan: which diary is the latest is not known either
+            async def stop_early(e: Event) -> dict:
+                raise BudgetExceeded("max_tokens reached")
+            writer.event = lambda e, original=writer.event: stop_early(e) if e.id == "a" else original(e)
+        results = await asyncio.gather(settled(writer, events[0]), settled(writer, events[1]), return_exceptions=True)
+        return [type(r).__name__ for r in results]
+
+    assert asyncio.run(scenario()) == ["BudgetExceeded", "BudgetExceeded"]

@@ -63,9 +63,22 @@ class VoiceBoard:
             self.depth[trace.id] = chain.depth()
             future.set_result(trace)
 
+    def stopped(self, event_id: str, error: BaseException) -> None:
+        """The run stopped (a budget) before the event's unit ended: what it has not planned or written is neither
+        written nor missing, so a trace waiting on it stops with the same error — it is not written without that
+        reference and journaled, which would make a resumed run differ from one never stopped."""
+        planned = self.planned[event_id]
+        waiting = [planned] if not planned.done() else [self._trace(p.trace_id) for p in planned.result()]
+        for future in waiting:
+            if not future.done():
+                future.set_exception(error)
+                future.exception()  # retrieved here: no reader waiting is not an unhandled error
+
     def finished(self, event_id: str, traces: list[Trace]) -> None:
         """An event's unit is over — written, found in the journal, or failed: whatever it did not write is settled
-        as missing, so no trace waits for it for ever."""
+        as missing, so no trace waits for it for ever. After `stopped`, what it settled stays so."""
+        if self.planned[event_id].done() and self.planned[event_id].exception() is not None:
+            return
         if not self.planned[event_id].done():
             self.depth[event_id] = chain.depth()
             self.planned[event_id].set_result([Planned(t.id, t.medium, t.time) for t in traces])

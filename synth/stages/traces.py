@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import TracesSettings
-from synth.core.errors import InputError
+from synth.core.errors import BudgetExceeded, InputError
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life import relations
 from synth.life.spoken import SPOKEN_FILES, spoken_traces
@@ -306,12 +306,17 @@ async def write_traces(ctx: StageContext) -> None:
 
 
 async def settled(writer: TraceWriter, event: Event) -> Records:
-    """One event's unit; whatever happens to it, the traces waiting on it are released."""
+    """One event's unit; whatever happens to it, the traces waiting on it are released: as missing when it failed,
+    stopped with it when a budget stopped the run (`VoiceBoard.stopped`)."""
     written: list[Trace] = []
     try:
         records = await writer.event(event)
         written = records["traces.jsonl"]
         return records
+    except BudgetExceeded as exc:
+        if writer.board is not None:
+            writer.board.stopped(event.id, exc)
+        raise
     finally:
         if writer.board is not None:
             writer.board.finished(event.id, written)
