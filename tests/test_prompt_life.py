@@ -349,4 +349,11 @@ def test_the_holiday_list_says_school_breaks_are_not_in_it(language):
     prompt's list of public holidays read as the whole calendar. It says school terms and breaks are not in it."""
     body = text("phases_generate.j2", language)
     assert ("school terms and breaks are not listed" if language == "en" else "学校的学期和假期不在其中") in body
-    assert "不在其中" not in text("phases_generate.j2", language, holidays=[])
+    # no holiday in the stretch: the prompts that plan the days still say school breaks are not listed (a writer
+    # gave a teacher supply cover for a week of Ontario's March Break, where no holiday fell and nothing was said)
+    note = "school terms and breaks are not listed" if language == "en" else "学校的学期和假期不在节假日里"
+    none = "No public holiday falls in this stretch" if language == "en" else "这段时间没有法定节假日"
+    for template in ("phases_generate.j2", "events_generate.j2"):
+        empty = text(template, language, holidays=[])
+        assert none in empty and note in empty, template
+        assert none not in text(template, language), "with holidays listed, the list says it"
