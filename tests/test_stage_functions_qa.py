@@ -580,11 +580,16 @@ def test_a_private_evidence_is_marked_and_the_friend_may_not_presuppose_it(tmp_p
         prompt = "\n".join(m["content"] for m in render("qa_write.j2", language=language, **variables))
         assert mark in prompt and rule in prompt
         assert prompt.count("private" if language == "en" else "私密") >= 2
+        # a capable writer met a private line the record shows told to a friend — the friend who would ask: the
+        # asker is another friend
+        assert ("another friend asks" if language == "en" else "提问的也是另一位朋友") in prompt
     # the planner is told too: a capable planner's outline asked a friend "how did you come to book counselling",
     # every evidence of which was private
-    for language, rule in (("en", "never takes it as its premise"), ("zh", "不能以它为前提")):
+    for language, rule, other in (("en", "never takes it as its premise", "not the one a record shows being told"),
+                                  ("zh", "不能以它为前提", "不是记录里听此人说过私密之事的那个人")):
         plan_vars = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, segment, "causal", {}, 5)
-        assert rule in "\n".join(m["content"] for m in render("qa_plan.j2", language=language, **plan_vars))
+        shown = "\n".join(m["content"] for m in render("qa_plan.j2", language=language, **plan_vars))
+        assert rule in shown and other in shown
         public = Segment(arc_id="arc1", window=window, new_ids=frozenset(), evidence=(_carried(1, 2, ("t1",)),))
         plan_vars = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, public, "causal", {}, 5)
         assert rule not in "\n".join(m["content"] for m in render("qa_plan.j2", language=language, **plan_vars))
