@@ -428,6 +428,12 @@ def test_a_trace_plan_leaves_the_length_to_the_medium():
     assert "不写篇幅长短，篇幅由媒介决定" in text("traces_plan.j2", "zh")
 
 
+def test_a_trace_plan_keeps_the_audience_its_medium_allows():
+    """A capable planner chose a voice memo ("private, spoken to themself") with his daughter as its audience."""
+    assert "a medium for themself only, or spoken to themself, has themself as audience" in text("traces_plan.j2", "en")
+    assert "只给自己看、说给自己听的媒介，读者就是自己" in text("traces_plan.j2", "zh")
+
+
 def test_a_medium_hint_never_names_a_medium_the_privacy_rules_out():
     weights = {"moments": 5.0, "weibo": 5.0, "diary": 1.0}
     public = frozenset({"moments", "weibo"})
