@@ -255,6 +255,19 @@ def test_someone_a_state_names_by_role_stays_unnamed_and_ordinary_days_leave_ope
     assert not missing
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_ordinary_days_are_the_persons_usual_weeks_not_work_weeks(language):
+    """A capable writer met "上班的一周" (work weeks) in every everyday stretch of a full-time student's life."""
+    import template_cases_en as en_case
+    import template_cases_zh as zh_case
+
+    view = (en_case if language == "en" else zh_case).EVENT_VIEW
+    body = text("phases_generate.j2", language, event={**view, "kind": "everyday"})
+    assert ("Weeks of their usual routine (work, classes or home)" if language == "en"
+            else "按此人平常作息过的一周（上班、上课或在家）") in body
+    assert "Work weeks" not in body and "上班的一周" not in body
+
+
 def test_the_chinese_language_rule_names_the_seed_id_it_does_not_cover():
     """A capable writer read "所有文字（人名、地名、描述、内容）都必须使用简体中文" in the seed prompt's system message
     against "name 只用小写拉丁字母" in its task as a contradiction: the language rule says which field it leaves out,
