@@ -697,6 +697,12 @@ def test_a_counter_seed_prompt_without_examples_says_the_form_instead_of_an_empt
         m["content"] for m in render("distractors_seeds.j2", language="en", **chosen))
     assert "也不要沿用它们的数字和具体细节" in "\n".join(
         m["content"] for m in render("distractors_seeds.j2", language="zh", **chosen))
+    # and a capable writer asked whether the chosen sets, real statements of other arcs that did not answer the
+    # question, were meant to answer it: they are real stretches that may not; the written ones must
+    assert "some may not answer the question — yours must" in "\n".join(
+        m["content"] for m in render("distractors_seeds.j2", language="en", **chosen))
+    assert "有的未必回答得了这个问题——你写的每组都要能回答" in "\n".join(
+        m["content"] for m in render("distractors_seeds.j2", language="zh", **chosen))
 
 
 def test_the_trace_planner_may_give_a_fraction_of_an_hour():
