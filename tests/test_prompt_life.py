@@ -37,6 +37,9 @@ def test_a_relative_has_a_name_and_one_the_profile_leaves_unnamed_stays_unnamed(
     en = "\n".join(m["content"] for m in render("persona_enrich.j2", language="en", **values))
     zh = "\n".join(m["content"] for m in render("persona_enrich.j2", language="zh", **values))
     assert "not \"the sister\"" in en and "不要只写“姐姐”" in zh
+    # a capable writer's profile named "his mate Dai" among the interests, not among the people: a later prompt's
+    # "name people only by the names listed above" then barred the name the profile itself used
+    assert "(the family history, the concerns, the interests, the life story)" in en and "兴趣爱好和生活经历里提到的" in zh
     for language, unnamed in (("en", "unnamed"), ("zh", "不要给他们起名字")):
         body = text("phases_generate.j2", language)
         assert unnamed in body, language
@@ -195,6 +198,19 @@ def test_the_major_events_prompt_matches_each_transition_to_a_fitting_trigger_wi
     assert ("6 state changes ahead and there are 3 events: not every change need happen" if language == "en"
             else "一共还有 6 次状态变化，而事件只有 3 个：不是每次变化都要在这段时间里发生") in few
     assert ("events to carry them" if language == "en" else "个事件来承载") not in few
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_deadline_a_major_event_sets_inside_the_timeline_is_met_missed_or_put_off(language):
+    """A capable writer's major event set "在三月前给出明确答复" in a timeline ending 03-16; no later event met it, and
+    the snapshot of 03-01 found the deadline passed with nothing to resolve it."""
+    body = text("arcs_major_events.j2", language)
+    if language == "en":
+        assert "A deadline, reply-by date or appointment an event sets that falls before" in body
+        assert "is met, missed or put off by a later event of this plan; with no such event, it falls after" in body
+    else:
+        assert "后面就要有一个事件在那之前兑现、错过或推迟它" in body and "就让这个日子落在" in body
+    assert "{{" not in body  # the timeline's end is filled in
 
 
 def test_one_event_that_reaches_a_state_need_not_show_all_its_cues():
