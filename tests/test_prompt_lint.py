@@ -705,6 +705,26 @@ def test_a_counter_seed_prompt_without_examples_says_the_form_instead_of_an_empt
         m["content"] for m in render("distractors_seeds.j2", language="zh", **chosen))
 
 
+def test_counter_seeds_are_no_fancier_than_the_records_and_their_sources_and_outcomes_vary():
+    """Pass 11's capable reader, without the records: "weak lean to D: it's the plainest, without the added quip the
+    others carry or a cute number (eleven pages, 49 a month)"; "a named pension adviser is the obvious authoritative
+    source" (the three written sets were a son, a mate and a wife); and the key alone left the matter open."""
+    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_seeds.j2", "factual"), "examples": ["S5: thing 5"]}
+    en, zh = ("\n".join(m["content"] for m in render("distractors_seeds.j2", language=language, **case))
+              for language in ("en", "zh"))
+    assert "as specific as the statements above, and no more (as many names, times and amounts, not more)" in en
+    assert "add no figure, oddity or joke that plain records would not carry" in en and "quirks" not in en
+    assert "和上面的陈述一样具体、不比它们更具体" in zh and "数字、怪癖或俏皮话" in zh
+    assert "at least one someone whose job it is to know" in en and "at least one someone close" in en
+    assert "至少一组是以此为业" in zh and "至少一组是身边的人" in zh
+    assert "half done, hedged or still open" in en and "做了一半、话没说死或还没定" in zh
+    render_ = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_render.j2", "factual")}
+    assert "Plain spoken words with no aside, quip or joke" in "\n".join(
+        m["content"] for m in render("distractors_render.j2", language="en", **render_))
+    assert "不加感叹、调侃或俏皮话" in "\n".join(
+        m["content"] for m in render("distractors_render.j2", language="zh", **render_))
+
+
 def test_the_trace_planner_may_give_a_fraction_of_an_hour():
     """Whole hours from an event at 23:30 put a note about 02:40 at 02:30, before what it tells."""
     assert "a fraction too: 2.5 is two and a half hours" in text("traces_plan.j2", "en")
