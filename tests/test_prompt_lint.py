@@ -611,6 +611,11 @@ def test_a_medium_hint_follows_a_post_the_evidence_names_and_the_mix_follows_the
     chatty = {"message_thread": 1e9, "note": 1e-9, "diary": 1e-9}
     assert traces_stage.plan_variables({}, event, noted, 1, chatty, 48, posted=section.posted)["suggested"] == \
         ["note"]
+    # "copied the words into her diary that night" (a planner was hinted email for it)
+    copied = [logged[0].model_copy(update={"statement": "Bernard told Margaret 'Don't waste it,' and she copied the "
+                                                          "words into her diary that night."})]
+    assert traces_stage.plan_variables({}, event, copied, 1, mailed, 48, posted=section.posted)["suggested"] == \
+        ["diary"]
     unsaid = [logged[0].model_copy(update={"statement": "He didn't check his pulse once all evening."})]
     assert traces_stage.plan_variables({}, event, unsaid, 1, mailed, 48, posted=section.posted)["suggested"] == \
         ["email"]
