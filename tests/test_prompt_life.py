@@ -103,6 +103,14 @@ def test_a_persona_file_sets_whose_holidays_its_prompts_show():
         {k: v for k, v in plain.model_dump().items() if k != "country"})), "a seed without a country keeps its hash"
     with pytest.raises(ValidationError):
         PersonaSeed.model_validate({**plain.model_dump(), "country": "usa"})
+    # a region: a Toronto teacher's prompts lacked Family Day, Victoria Day and Thanksgiving under plain "CA"
+    ontario = PersonaSeed.model_validate({**plain.model_dump(), "country": "CA-ON"})
+    from synth.core.calendar import holidays_between
+    names = [h["name"] for h in holidays_between(ontario.country, "en", "2022-10-01", "2022-10-31")]
+    assert names == ["Thanksgiving Day"] and holidays_between("CA", "en", "2022-10-01", "2022-10-31") == []
+    for unknown in ("XX", "CA-ZZ"):
+        with pytest.raises(ValidationError, match="holidays package"):
+            PersonaSeed.model_validate({**plain.model_dump(), "country": unknown})
 
 
 # ---- arcs and seeds

@@ -67,8 +67,9 @@ class PersonaSeed(BaseModel):
     language: Literal["en", "zh"]
     scale: Literal["100k", "500k"] = "100k"
     note: str = Field(default="", strict=True)
-    # whose public holidays its dated prompts show (a `holidays` package code: "US"); empty: the language's default
-    country: str = Field(default="", strict=True, pattern=r"^([A-Z]{2})?$")
+    # whose public holidays its dated prompts show (a `holidays` package code: "US", or with its region: "CA-ON");
+    # empty: the language's default
+    country: str = Field(default="", strict=True, pattern=r"^([A-Z]{2}(-[A-Z0-9]{1,3})?)?$")
     start: dt.date
     end: dt.date
     big_five: BigFive
@@ -80,6 +81,21 @@ class PersonaSeed(BaseModel):
     def _safe_id(cls, value: str) -> str:
         if not SAFE_ID.fullmatch(value):
             raise ValueError(f"{value!r} is not a safe file name (lowercase letters, digits, '_' and '-', at most 64)")
+        return value
+
+    @field_validator("country")
+    @classmethod
+    def _known_country(cls, value: str) -> str:
+        """A code the `holidays` package does not know would silently show no holiday at all."""
+        if value:
+            import holidays
+
+            code, _, subdiv = value.partition("-")
+            try:
+                holidays.country_holidays(code, subdiv=subdiv or None, years=2022)
+            except NotImplementedError:
+                raise ValueError(f"{value!r} is not a country (or country-region) the holidays package knows, "
+                                 "e.g. \"US\" or \"CA-ON\"") from None
         return value
 
     @field_validator("end")

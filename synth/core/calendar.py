@@ -35,9 +35,10 @@ def _country_holidays(country: str, language: str, years: tuple[int, ...]) -> di
     import holidays
 
     lang = _HOLIDAY_LANGUAGE.get(language)
-    table = holidays.country_holidays(country, years=years)
+    code, _, subdiv = country.partition("-")  # "CA-ON": Ontario's holidays (Family Day, Thanksgiving), not Canada's few
+    table = holidays.country_holidays(code, subdiv=subdiv or None, years=years)
     if lang in getattr(table, "supported_languages", ()):
-        table = holidays.country_holidays(country, years=years, language=lang)
+        table = holidays.country_holidays(code, subdiv=subdiv or None, years=years, language=lang)
     return dict(table.items())
 
 
