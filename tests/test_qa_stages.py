@@ -89,7 +89,8 @@ def test_qa_items_are_grounded_and_never_asked_before_their_traces(world):
 
 def test_qa_plan_schema_constrains_evidence_to_the_segment(world):
     world.run("qa")
-    plans = [r for r in world.model.seen if r.task == "qa_plan"]
+    # the first asks (a re-ask's last message is the repair, e.g. a plan twinning an earlier one's evidence)
+    plans = [r for r in world.model.seen if r.task == "qa_plan" and "# Step 1: plan" in r.messages[-1]["content"]]
     assert plans
     for request in plans:
         # evidence lines ("[n] date · kind · media: statement"), not the statements quoted by earlier plans
@@ -459,3 +460,48 @@ def test_a_later_type_plans_knowing_what_earlier_types_planned_on_the_same_arc(w
         arc = request.messages[-1]["content"].split("Life arc: ")[1].split("\n")[0]
         if arc not in arcs_planned:
             assert "already planned" not in request.messages[-1]["content"], "another arc's plans stay out"
+
+
+def test_a_plan_on_an_earlier_plans_evidence_is_asked_again_then_dropped(world):
+    """A capable planner, shown the comparison plan on its arc, planned a trajectory over the same evidence; its
+    writer found the two items' answers near-identical. A plan sharing most of its evidence with an earlier plan
+    it was shown is re-asked, and dropped (not failed) if it still twins."""
+    # three arcs, one window each: both types plan on every arc, causal after factual
+    world.config["qa"].update(types=["factual", "causal"], plans_per_type=3, target_per_type=1, window_days=400,
+                              stride_days=400)
+    world.model.queue("qa_plan", *[plan_reply([1, 2])] * 12)  # the preset's two re-asks per causal plan
+    world.model.queue("qa_write", WRITE_REPLY).queue("qa_open_judge", NO_MATCH)
+    world.run("qa")
+    plans = world.model.asked("qa_plan")
+    again = [r for r in plans if "selects nearly the same evidence ([1], [2]) as the factual question already "
+             "planned" in r.messages[-1]["content"]]
+    assert len(plans) == 12 and len(again) == 6, "each causal plan was re-asked twice"
+    assert [i.question_type for i in world.read("qa.jsonl", QA)] == ["factual"], "the twins were dropped"
+    assert world.model.unused() == {}
+
+
+def test_a_plan_twins_an_earlier_one_only_on_most_of_the_same_evidence():
+    from types import SimpleNamespace
+
+    from synth.llm.base import Reask
+    from synth.stages.qa.plan_checks import twin_plan
+
+    shown = [{"question_type": "comparison", "outline": "o", "evidence": [2, 5], "elsewhere": 0}]
+    with pytest.raises(Reask, match="comparison"):
+        twin_plan(SimpleNamespace(feasible=True, evidence=[5, 2]), shown)
+    twin_plan(SimpleNamespace(feasible=True, evidence=[2, 3, 4]), shown)  # one shared of three: another item
+    twin_plan(SimpleNamespace(feasible=True, evidence=[2]), [{**shown[0], "elsewhere": 2}])  # theirs held 4
+    twin_plan(SimpleNamespace(feasible=False, evidence=[2, 5]), shown)  # an infeasible plan is dropped anyway
+    with pytest.raises(Reask):
+        twin_plan(SimpleNamespace(feasible=True, evidence=[2, 5, 6, 7, 9]), [{**shown[0], "evidence": [2, 5, 6, 7]}])
+
+
+def test_the_twin_plan_re_ask_names_the_earlier_type_in_the_request_language():
+    from synth.config.prompts import render
+
+    reason = {"kind": "twin_plan", "question_type": "comparison", "numbers": "[2], [5]"}
+    zh = "\n".join(m["content"] for m in render("llm_repair.j2", language="zh", reason=reason, error="e"))
+    en = "\n".join(m["content"] for m in render("llm_repair.j2", language="en", reason=reason, error="e"))
+    assert "（[2], [5]）" in zh and "「比较」题" in zh, zh
+    assert "comparison" not in zh, "the type by its native label"
+    assert "nearly the same evidence ([2], [5]) as the comparison question already planned" in en

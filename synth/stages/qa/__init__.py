@@ -30,10 +30,12 @@ from synth.stages.common import trace_excerpts
 from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, gate, relied_on re-exported)
     DECIDED_LINES,
     FEWER_EVIDENCE,
+    TWIN_PLAN,
     UNSTATED_DATE,
     evidence_entries,
     gate,
     least_evidence,
+    plan_checks,
     relied_on,
     settled_facts,
     shared_plans,
@@ -296,11 +298,12 @@ class Planner:
         try:
             answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables,
                                         plan_model(len(segment.evidence), delay, least_evidence(question_type)),
-                                        check=partial(undated_outline, segment=segment, traces=self.traces))
+                                        check=partial(plan_checks, segment=segment, traces=self.traces,
+                                                      shown=variables.get("planned", ())))
         except GenerationFailed as exc:
-            # still naming a date no evidence states, or selecting fewer evidence than the type needs (the schema's
-            # least, `least_evidence`): no plan for this type, not a failed unit
-            if UNSTATED_DATE not in str(exc) and not FEWER_EVIDENCE.search(str(exc)):
+            # still naming a date no evidence states, twinning an earlier plan, or selecting fewer evidence than the
+            # type needs (the schema's least, `least_evidence`): no plan for this type, not a failed unit
+            if UNSTATED_DATE not in str(exc) and TWIN_PLAN not in str(exc) and not FEWER_EVIDENCE.search(str(exc)):
                 raise
             return {"plans": [Plan(question_type=question_type, segment=segment.key, feasible=False, gate=str(exc))]}
         return {"plans": [build_plan(answer, question_type, segment)]}

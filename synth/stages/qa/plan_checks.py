@@ -179,6 +179,33 @@ def undated_outline(answer, segment: Segment | None = None, traces: Mapping[str,
                     "state", date=unsupported[0])
 
 
+TWIN_PLAN = "evidence: nearly that of"  # how twin_plan's re-ask starts (a plan still twinning is dropped, not failed)
+TWIN_SHARE = 0.8  # a plan sharing this share of the larger evidence set with an earlier plan is its twin
+
+
+def twin_plan(answer, shown: Sequence[dict] = ()) -> None:
+    """A feasible plan whose evidence is (nearly) an earlier plan's on this arc, as `shared_plans` showed it: the
+    two items would ask one thing with one answer. A capable planner, shown the comparison plan, planned a
+    trajectory over the same evidence, and its writer found the two answers near-identical. Raised as a re-ask
+    naming the earlier plan's type and evidence."""
+    if not getattr(answer, "feasible", True):
+        return
+    chosen = set(getattr(answer, "evidence", []) or [])
+    for plan in shown:
+        theirs = set(plan["evidence"])
+        if chosen and len(chosen & theirs) >= TWIN_SHARE * max(len(chosen), len(theirs) + plan.get("elsewhere", 0)):
+            numbers = ", ".join(f"[{n}]" for n in sorted(chosen & theirs))
+            raise Reask("twin_plan", f"{TWIN_PLAN} the {plan['question_type']} question planned before it "
+                        f"({numbers})", question_type=plan["question_type"], numbers=numbers)
+
+
+def plan_checks(answer, segment: Segment | None = None, traces: Mapping[str, Trace] | None = None,
+                shown: Sequence[dict] = ()) -> None:
+    """A plan's checks, in order: its outline's dates (`undated_outline`), then its twin (`twin_plan`)."""
+    undated_outline(answer, segment=segment, traces=traces)
+    twin_plan(answer, shown)
+
+
 def shared_plans(planned: Sequence[dict], segment: Segment, budget: int | None) -> list[dict]:
     """The earlier plans a planner of `segment` sees: those sharing its evidence, each with the numbers of the
     shared evidence in the segment's list (not the statements again) and how many of its evidence are not in that
