@@ -710,24 +710,20 @@ def test_a_counter_seed_prompt_without_examples_says_the_form_instead_of_an_empt
         m["content"] for m in render("distractors_seeds.j2", language="zh", **chosen))
 
 
-def test_counter_seeds_are_no_fancier_than_the_records_and_their_sources_and_outcomes_vary():
-    """Pass 11's capable reader, without the records: "weak lean to D: it's the plainest, without the added quip the
-    others carry or a cute number (eleven pages, 49 a month)"; "a named pension adviser is the obvious authoritative
-    source" (the three written sets were a son, a mate and a wife); and the key alone left the matter open."""
-    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_seeds.j2", "factual"), "examples": ["S5: thing 5"]}
-    en, zh = ("\n".join(m["content"] for m in render("distractors_seeds.j2", language=language, **case))
-              for language in ("en", "zh"))
-    assert "as specific as the statements above, and no more (as many names, times and amounts, not more)" in en
-    assert "add no figure, oddity or joke that plain records would not carry" in en and "quirks" not in en
-    assert "和上面的陈述一样具体、不比它们更具体" in zh and "数字、怪癖或俏皮话" in zh
-    assert "at least one someone whose job it is to know" in en and "at least one someone close" in en
-    assert "至少一组是以此为业" in zh and "至少一组是身边的人" in zh
-    assert "half done, hedged or still open" in en and "做了一半、话没说死或还没定" in zh
+def test_options_carry_no_quip_and_a_counter_seed_prompt_without_examples_has_no_as_many():
+    """Pass 11's capable reader leaned to "the plainest, without the added quip the others carry" (the renderer's
+    asides); pass 12's counter-seed writer met "(as many names, times and amounts)" with no statement to match."""
     render_ = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_render.j2", "factual")}
     assert "Plain spoken words with no aside, quip or joke" in "\n".join(
         m["content"] for m in render("distractors_render.j2", language="en", **render_))
     assert "不加感叹、调侃或俏皮话" in "\n".join(
         m["content"] for m in render("distractors_render.j2", language="zh", **render_))
+    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_seeds.j2", "factual")}
+    for language, phrase in (("en", "as many names, times and amounts"), ("zh", "同样多的人名、时间、数目")):
+        def body(examples: list[str], language=language) -> str:
+            return "\n".join(m["content"] for m in render("distractors_seeds.j2", language=language,
+                                                           **{**case, "examples": examples}))
+        assert phrase in body(["S5: thing 5"]) and phrase not in body([])
 
 
 def test_the_trace_planner_may_give_a_fraction_of_an_hour():
