@@ -108,6 +108,7 @@ def test_a_persona_file_sets_whose_holidays_its_prompts_show():
     from synth.core.calendar import holidays_between
     names = [h["name"] for h in holidays_between(ontario.country, "en", "2022-10-01", "2022-10-31")]
     assert names == ["Thanksgiving Day"] and holidays_between("CA", "en", "2022-10-01", "2022-10-31") == []
+    assert load_persona_file("personas/p05_priya.toml").country == "CA-ON"
     for unknown in ("XX", "CA-ZZ"):
         with pytest.raises(ValidationError, match="holidays package"):
             PersonaSeed.model_validate({**plain.model_dump(), "country": unknown})
