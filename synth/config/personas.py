@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from synth.core.calendar import known_country
 from synth.core.errors import InputError
 
 LANGUAGES = ("en", "zh")
@@ -87,15 +88,9 @@ class PersonaSeed(BaseModel):
     @classmethod
     def _known_country(cls, value: str) -> str:
         """A code the `holidays` package does not know would silently show no holiday at all."""
-        if value:
-            import holidays
-
-            code, _, subdiv = value.partition("-")
-            try:
-                holidays.country_holidays(code, subdiv=subdiv or None, years=2022)
-            except NotImplementedError:
-                raise ValueError(f"{value!r} is not a country (or country-region) the holidays package knows, "
-                                 "e.g. \"US\" or \"CA-ON\"") from None
+        if value and not known_country(value):
+            raise ValueError(f"{value!r} is not a country (or country-region) the holidays package knows, "
+                             "e.g. \"US\" or \"CA-ON\"")
         return value
 
     @field_validator("end")

@@ -42,6 +42,15 @@ def _country_holidays(country: str, language: str, years: tuple[int, ...]) -> di
     return dict(table.items())
 
 
+def known_country(country: str) -> bool:
+    """Whether the `holidays` package knows `country` ("US", or with its region: "CA-ON")."""
+    try:
+        _country_holidays(country.upper(), "en", (2022,))
+    except (NotImplementedError, KeyError):
+        return False
+    return True
+
+
 # a make-up day off, as the holidays package names it ("休息日（由 2022-01-29 调休）", "Day off (substituted from …)")
 _MAKE_UP = ("调休", "substituted", "Day off")
 # the eve of the Spring Festival's first day, which the package leaves as a make-up day

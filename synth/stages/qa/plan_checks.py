@@ -192,9 +192,9 @@ def twin_plan(answer, shown: Sequence[dict] = ()) -> None:
         return
     chosen = set(getattr(answer, "evidence", []) or [])
     for plan in shown:
-        theirs = set(plan["evidence"])
-        if chosen and len(chosen & theirs) >= TWIN_SHARE * max(len(chosen), len(theirs) + plan.get("elsewhere", 0)):
-            numbers = ", ".join(f"[{n}]" for n in sorted(chosen & theirs))
+        shared = chosen & set(plan["evidence"])
+        if chosen and len(shared) >= TWIN_SHARE * max(len(chosen), len(plan["evidence"]) + plan.get("elsewhere", 0)):
+            numbers = ", ".join(f"[{n}]" for n in sorted(shared))
             raise Reask("twin_plan", f"{TWIN_PLAN} the {plan['question_type']} question planned before it "
                         f"({numbers})", question_type=plan["question_type"], numbers=numbers)
 
