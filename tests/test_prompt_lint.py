@@ -382,44 +382,55 @@ def test_private_evidence_of_a_moment_alone_is_never_hinted_to_an_email():
     kept = [Evidence(id="v", persona_id="p", event_id="e", kind="emotion", arc_ids=[], private=True,
                      statement="She has not told anyone that she booked a therapist.")]
     assert traces_stage.plan_variables({}, alone, kept, 1, weights, 48, addressed=addressed)["suggested"] == ["diary"]
-    # with someone in the moment, or evidence that is not private, the email stays
-    met = alone.model_copy(update={"participant_ids": ["sister"]})
-    assert traces_stage.plan_variables({}, met, kept, 1, weights, 48, addressed=addressed)["suggested"] == ["email"]
+    # evidence that is not private keeps the email
     told = [kept[0].model_copy(update={"private": False})]
     assert traces_stage.plan_variables({}, alone, told, 1, weights, 48, addressed=addressed)["suggested"] == ["email"]
 
 
-def test_private_evidence_of_a_moment_with_only_colleagues_is_never_hinted_to_an_email():
-    """A capable planner was hinted email for the one trace of a handover to a colleague that had to carry his
-    private unease as well: an email to her could not hold it. With only colleagues in the moment, a trace holding
-    private evidence is hinted a medium written to no one; with someone close there, the email may stay."""
+def test_private_evidence_is_hinted_to_an_email_only_when_it_is_told_to_someone_close():
+    """A capable planner was hinted email for private unease at a handover to a colleague, for the fear he told no
+    one after a visit to his GP, and for a doubt she hid from everyone present while her mother was in the moment
+    (she told the carer she was "only asking"): an email or a message fits private words only when the evidence
+    has them told to someone close, and never when it says they were kept from others."""
     from synth.config import conf, settings
     from synth.records import Event, Evidence
-    from synth.stages.common import close_moment
+    from synth.stages.common import confided, names_close
 
     section = settings.parse(conf.preset_config("small"))
     addressed = frozenset(section.traces.addressed_media)
-    people = {"jenna": "colleague", "sister": "sister"}
+    work_words = section.chats.work_words
+    close_words = [*section.chats.family_words, *section.traces.close_words]
+    concealed = section.traces.concealed_words
+    people = {"Jenna Moss": "colleague", "Rosa Medeiros": "her mother's home-care worker",
+              "Elise Laurent": "old school friend", "Ingrid Lindqvist": "mother", "Dr. Farah Siddiqui": "GP"}
     weights = {"email": 1e9, "diary": 1e-9}
-    handover = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 1, 20, 15), title="t",
-                     description="d", location="", participant_ids=["jenna"])
-    kept = [Evidence(id="v", persona_id="p", event_id="e", kind="emotion", arc_ids=[], private=True,
-                     statement="He does not let on how uneasy the handover makes him.")]
-    work_words, close_words = section.chats.work_words, [*section.chats.family_words, *section.traces.close_words]
-    assert close_moment(handover, people, work_words, close_words) is False
-    hint = traces_stage.plan_variables({}, handover, kept, 1, weights, 48, addressed=addressed,
-                                       close=close_moment(handover, people, work_words, close_words))["suggested"]
-    assert hint == ["diary"]
-    family = handover.model_copy(update={"participant_ids": ["jenna", "sister"]})
-    assert close_moment(family, people, work_words, close_words) is True
-    # a doctor is no one to write a private fear to (a capable planner was hinted a message thread for the fear
-    # he told no one after an ECG at his GP's); a friend, 室友 or 男朋友 is
-    visit = handover.model_copy(update={"participant_ids": ["gp"]})
-    assert close_moment(visit, {"gp": "GP"}, work_words, close_words) is False
+    moment = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 30, 7, 45), title="t",
+                   description="d", location="", participant_ids=["rosa", "ingrid"])
+
+    def hint(statement: str) -> list[str]:
+        kept = [Evidence(id="v", persona_id="p", event_id="e", kind="emotion", arc_ids=[], private=True,
+                         statement=statement)]
+        close = confided([statement], people, work_words, close_words, concealed)
+        return traces_stage.plan_variables({}, moment, kept, 1, weights, 48, addressed=addressed,
+                                           close=close)["suggested"]
+
+    # the hidden doubt: her mother is in the moment, but the private evidence tells it to no one
+    assert hint("Margaret stayed up past 1 a.m. browsing adult day programmes and bookmarked two.") == ["diary"]
+    assert hint("Jenna Moss took over the handover; Margaret did not let on how uneasy it made her.") == ["diary"]
+    assert hint("After the ECG Dr. Farah Siddiqui said it was fine; he has told no one how scared he was.") == ["diary"]
+    assert hint("Margaret has not told Elise that she is thinking of a care home.") == ["diary"]
+    # told to someone close, by name, first name or relation: the email may stay
+    for told in ("Margaret told Elise Laurent she felt she was failing her mother.",
+                 "Margaret admitted to Elise that she had not slept in weeks.",
+                 "她跟我妈说自己其实很怕。", "He texted his sister that he was scared."):
+        assert hint(told) == ["email"], told
+    # a colleague or a doctor named is no one to write private words to; a friend, 室友 or 男朋友 is
+    assert names_close("Jenna Moss said nothing.", {"Jenna Moss": "colleague"}, work_words, close_words) is False
+    assert names_close("Farah listened.", {"Dr. Farah Siddiqui": "GP"}, work_words, close_words) is False
     for relation in ("old school friend", "室友", "男朋友", "mother"):
-        assert close_moment(visit, {"gp": relation}, work_words, close_words) is True, relation
-    assert traces_stage.plan_variables({}, family, kept, 1, weights, 48, addressed=addressed,
-                                       close=True)["suggested"] == ["email"]
+        assert names_close("小王听他说完了。", {"小王": relation}, work_words, close_words) is True, relation
+    # English words match whole: "son" is not in "reason" or "person"
+    assert names_close("For no reason the person left.", {}, work_words, close_words) is False
 
 
 def test_a_trace_plan_leaves_the_length_to_the_medium():
@@ -800,3 +811,11 @@ def test_a_re_render_about_names_keeps_the_naming_rule(language):
     said = "as the rules above say" if language == "en" else "称呼照上面的规则"
     assert body.count(said) == 2
     assert "name only the people of its own set" not in body
+
+
+def test_a_name_the_event_has_the_person_note_down_is_given():
+    """A capable writer had to record "the programme's name" in a note: its own event had her write the name of a
+    day programme in her notebook, and no prompt gave it. The events prompt asks for such a name in the text."""
+    assert "A name the description has the person write down, look up or learn (a programme, a shop, a course) " \
+           "is given in it" in text("events_generate.j2", "en")
+    assert "描述里此人记下、打听到或查到的名字（一个项目、一家店、一门课）要写出来" in text("events_generate.j2", "zh")

@@ -122,10 +122,13 @@ class TracesSettings(Section):
     terse_media: list[str] = knob("media of bare lines (a to-do, a calendar slot, a search): never hinted for "
                                   "evidence that quotes words said or written")
     addressed_media: list[str] = knob("media written to someone (an email, a chat): never hinted for private "
-                                      "evidence of a moment with no one close in it")
+                                      "evidence that names no one close to tell it to, or says it was kept from "
+                                      "others")
     close_words: list[str] = knob("words of a relation one writes private things to, besides family ([chats] "
-                                  "family_words): a friend, a partner. A moment with only others (a colleague, a "
-                                  "doctor, a landlord) has no one close in it")
+                                  "family_words): a friend, a partner. Private evidence naming only others (a "
+                                  "colleague, a doctor, a landlord) names no one close")
+    concealed_words: list[str] = knob("words by which private evidence says it was kept from others (\"told no "
+                                      "one\", \"瞒着\"): never hinted to a medium written to someone")
     posted: dict[str, list[str]] = knob("medium -> words by which an evidence says where it was itself written "
                                         "(\"发了一条朋友圈\", \"wrote in his build log\"): its trace is hinted to "
                                         "that medium, not to one it was never written in")

@@ -123,14 +123,39 @@ def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str
             and not any(h.get("date") == day for h in holidays))
 
 
-def close_moment(event, people: dict[str, str], work_words: list[str] | tuple[str, ...],
-                 close_words: list[str] | tuple[str, ...]) -> bool:
-    """Someone in the moment private words could be written to: a participant whose relation is a close one (it
-    holds one of `close_words`: family, a friend, a partner) and not a work one (`people`: person id → relation).
-    A capable planner was hinted email for a trace carrying his private unease about a handover to a colleague,
-    and a message thread for the fear he told no one after a visit to his GP."""
-    relations = [people.get(pid, "") for pid in event.participant_ids]
-    return any(relation_holds(r, close_words) and not relation_holds(r, work_words) for r in relations)
+def names_close(text: str, people: dict[str, str], work_words: list[str] | tuple[str, ...],
+                close_words: list[str] | tuple[str, ...]) -> bool:
+    """Whether `text` names someone close: a person of `people` (name → relation) whose relation is a close one
+    (it holds one of `close_words`: family, a friend, a partner) and not a work one, by their full or first name,
+    or a close word itself ("her sister", "我妈"). English words match whole; Chinese ones anywhere."""
+    folded = text.casefold()
+
+    def said(word: str) -> bool:
+        word = word.casefold().strip()
+        if not word:
+            return False
+        if word.isascii():
+            return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", folded) is not None
+        return word in folded
+
+    for name, relation in people.items():
+        close = relation_holds(relation, close_words) and not relation_holds(relation, work_words)
+        if close and (said(name) or (" " in name.strip() and said(name.split()[0]))):
+            return True
+    return any(said(word) for word in close_words if not relation_holds(word, work_words))
+
+
+def confided(statements: list[str], people: dict[str, str], work_words: list[str] | tuple[str, ...],
+             close_words: list[str] | tuple[str, ...], concealed_words: list[str] | tuple[str, ...]) -> bool:
+    """Whether private evidence (`statements`) could be written to someone: it names someone close (`names_close`)
+    and none of it says it was kept from others (`concealed_words`: "told no one", "瞒着"). A capable planner was
+    hinted email for the fear he told no one after a visit to his GP, for private unease at a handover to a
+    colleague, and for a doubt she hid from everyone present while her mother was in the moment: a medium written
+    to someone fits private words only when the evidence has her tell them to someone close."""
+    text = " ".join(statements).casefold()
+    if any(word.casefold() in text for word in concealed_words):
+        return False
+    return any(names_close(statement, people, work_words, close_words) for statement in statements)
 
 
 def posted_media(statements: list[str], posted: dict[str, list[str]], allowed: list[str]) -> list[str]:

@@ -20,7 +20,7 @@ from synth.records import Event, Evidence, Persona, Trace, mint_id
 from synth.stages.common import (  # noqa: F401  (re-exported)
     answer_tokens,
     arc_views,
-    close_moment,
+    confided,
     hint_weights,
     media_hint,
     media_weights,
@@ -163,8 +163,8 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     slot) when an evidence quotes words said or written: a capable planner was hinted a to-do list for words said
     to a partner at dinner. Nor the `addressed` media (an email, a message) for private evidence of a moment with
     no one else in it: there is no one to write it to (a capable planner, hinted email, invented a reply to a
-    therapist's pre-appointment email that no event holds), nor with no one close in it (`close` false: only colleagues,
-    a doctor, a landlord — `close_moment`; None: anyone in the moment counts)."""
+    therapist's pre-appointment email that no event holds), nor with no one close to write it to (`close` false: the private
+    evidence names no one close, or says it was kept from others — `confided`; None: anyone in the moment counts)."""
     left_out = set(short or {}) if len(evidence) > count else set()
     if any(QUOTED.search(e.statement) for e in evidence):
         left_out |= terse
@@ -201,7 +201,8 @@ class TraceWriter(TraceWriting):
         self.media = tuple(sorted(self.weights))
         self.moment = MomentContext(ctx)  # the registry, holidays and stretch each event's prompts show
         self.relations = {p.id: p.relation for p in ctx.people}  # whether a work medium fits a moment's audience
-        self.close_words = (*ctx.settings.chats.family_words, *section.close_words)  # someone close in the moment
+        self.named = {p.name: p.relation for p in ctx.people}  # whom private evidence is told to (`confided`)
+        self.close_words = (*ctx.settings.chats.family_words, *section.close_words)  # someone close to tell
         self.board: VoiceBoard | None = None  # who reads whose voice (set by write_traces)
         self.voice = (section.voice_examples, section.voice_chars)
         self.delay_limit = section.max_delay_hours
@@ -250,8 +251,9 @@ class TraceWriter(TraceWriting):
                                    self.rule.public_media, work, frozenset(section.work_media), section.posted,
                                    short_media(section, self.media, self.ctx.language), frozenset(section.terse_media),
                                    frozenset(section.addressed_media),
-                                   close_moment(event, self.relations, self.ctx.settings.chats.work_words,
-                                                self.close_words))
+                                   confided([e.statement for e in evidence if e.private], self.named,
+                                            self.ctx.settings.chats.work_words, self.close_words,
+                                            section.concealed_words))
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)
