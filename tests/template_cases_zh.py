@@ -225,6 +225,8 @@ def _qa(name: str, question_type: str) -> dict | None:
                                   "feedback": [{"round": 1, "kinds": ["key_longest", "key_entity_central",
                                                                       "copied_sentence"],
                                                 "reason": "太长。", "favours": True, "unfaithful": True}]},
+        "distractors_question.j2": {**common, **QUESTION,
+                                    "sets": [["周会上她让每个人先说自己的困难。"], ["她请陈露先讲方案。"]]},
         "distractors_seeds.j2": {**common, **QUESTION, "examples": ["周会上她让每个人先说自己的困难。"],
                                  "others": [["她请陈露先讲方案。"]], "need": 2, "size": 1},
         "filter_choices_only.j2": {"choices": CHOICES},

@@ -166,6 +166,7 @@ def test_counter_seeds_must_have_as_many_statements_as_the_key():
 # ------------------------------------------------------------------------------------- the stage, scripted
 
 KEY_MARK = "Statement 0.0"  # the hand-made item's evidence (test_qa_stages.hand_qa)
+NEUTRAL = "NEUTRAL-QUESTION: what went on for you back then?"  # the scripted key-blind rewrite of the question
 
 
 def rendering_round(prompt: str) -> int:
@@ -186,6 +187,8 @@ class ByRule:
 
     def reply(self, request: LLMRequest) -> dict:
         prompt = request.messages[-1]["content"]
+        if request.task == "distractors_question":
+            return {"question": NEUTRAL}
         if request.task == "distractors_render":
             self.renders += 1
             body = re.search(r"Statement set:\n((?:- .*\n)+)", prompt).group(1)
@@ -228,8 +231,8 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
     qa = hand_qa(world)  # causal: a seeded type
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
-    assert [r.task for r in provider.seen] == (["distractors_render"] * 4 + ["distractors_validate"]) * 2 + [
-        "distractors_verify"]
+    assert [r.task for r in provider.seen] == ["distractors_question"] + (
+        ["distractors_render"] * 4 + ["distractors_validate"]) * 2 + ["distractors_verify"]
     assert [(r.round, r.too_easy, r.blind_correct) for r in mcq.refinement] == [(1, True, True), (2, False, False)]
     # the key is the second round's rendering of the true seed, at the item's balanced position; the free-text
     # answer stays the QA writer's
@@ -257,6 +260,71 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
     assert all(f"{lo}–{hi} characters" in prompt for prompt in renders)
 
 
+def question_prompt(world: QAWorld, qa: QA, seeds_: list[OptionSeed]) -> str:
+    from synth.config.prompts import render_text
+    from synth.records import Persona
+
+    [persona] = world.read("persona.jsonl", Persona)
+    return render_text("distractors_question.j2", language="en",
+                       **render.question_variables(qa, persona, render.shuffled(qa, seeds_, 1)))
+
+
+def test_the_question_is_rewritten_over_all_four_sets_blind_to_the_key(tmp_path):
+    """Capable no-context readers picked the key as the one option that fits the question: the question was written
+    from the key. One call sees the four sets, in the drawn order and unmarked, and rewrites the question so that
+    each answers it; its prompt is the same whichever set is true or invented."""
+    world = QAWorld(tmp_path / "out")
+    qa = item("causal", [8])
+    texts = ["He moved out in March.", "He quit the choir.", "He bought a bike.", "He called his sister."]
+    prompts = {question_prompt(world, qa, four(texts, key)) for key in range(4)}
+    assert len(prompts) == 1
+    prompt = prompts.pop()
+    assert all(text in prompt for text in texts) and qa.question in prompt
+    assert ANSWER not in prompt and "invented" not in prompt.lower() and "correct" not in prompt.lower()
+    order = [s.statements[0] for s in render.shuffled(qa, four(texts, 0), 1)]
+    assert [prompt.index(text) for text in order] == sorted(prompt.index(text) for text in order)
+
+
+def test_the_rewritten_question_is_the_one_rendered_judged_and_kept(tmp_path):
+    provider = ByRule(key_picks=1)
+    world = QAWorld(tmp_path / "out", model=provider.model())
+    qa = hand_qa(world)
+    world.run("distractors")
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert mcq.question == NEUTRAL and mcq.question_written == qa.question and mcq.answer == ANSWER
+    [asked_once] = prompts_of(provider, "distractors_question")  # once for the item, not once per round
+    assert qa.question in asked_once and ANSWER not in asked_once
+    later = [*prompts_of(provider, "distractors_render"), *prompts_of(provider, "distractors_validate"),
+             *prompts_of(provider, "distractors_verify")]
+    assert later and all(NEUTRAL in p and qa.question not in p for p in later)
+
+
+def test_the_rewrite_is_off_with_the_knob_and_asked_again_when_the_judge_finds_it_favours_one(tmp_path):
+    provider = ByRule(key_picks=0)
+    world = QAWorld(tmp_path / "a", model=provider.model())
+    world.config.setdefault("distractors", {})["neutral_question"] = False
+    qa = hand_qa(world)
+    world.run("distractors")
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert mcq.question == qa.question and mcq.question_written == ""
+    assert not prompts_of(provider, "distractors_question")
+
+    class Favours(ByRule):
+        def reply(self, request: LLMRequest) -> dict:
+            answer = super().reply(request)
+            if request.task == "distractors_verify" and sum(r.task == "distractors_verify" for r in self.seen) == 1:
+                answer["question_favours_option"] = True
+            return answer
+
+    provider = Favours(key_picks=0)
+    world = QAWorld(tmp_path / "b", model=provider.model())
+    hand_qa(world)
+    world.run("distractors")
+    [mcq] = world.read("mcq.jsonl", MCQ)
+    assert [r.question_favours for r in mcq.refinement] == [True, False]
+    assert len(prompts_of(provider, "distractors_question")) == 2  # rewritten again over the second round's sets
+
+
 def test_a_seed_the_verify_judge_finds_also_true_is_replaced(tmp_path):
     provider = ByRule(key_picks=0, also_true_once=True)
     world = QAWorld(tmp_path / "out", model=provider.model())
@@ -281,7 +349,8 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
     write_atomic(world.dir / "qa.jsonl", [qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20)})])
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
-    assert [r.task for r in provider.seen][:5] == ["distractors_seeds"] + ["distractors_render"] * 4
+    assert [r.task for r in provider.seen][:6] == ["distractors_seeds", "distractors_question"] + [
+        "distractors_render"] * 4
     assert sorted(s.invented for s in mcq.option_seeds) == [False, True, True, True]
     assert all(not s.evidence_ids for s in mcq.option_seeds if s.invented)
     render_prompts = prompts_of(provider, "distractors_render")
@@ -443,7 +512,7 @@ class Crossing(ByRule):
         self.marks, self.crossed_true = marks, crossed_true
 
     def reply(self, request: LLMRequest) -> dict:
-        if request.task in ("distractors_render", "distractors_seeds"):
+        if request.task in ("distractors_render", "distractors_seeds", "distractors_question"):
             return super().reply(request)
         prompt = request.messages[-1]["content"]
         shown = {line[0]: line[3:] for line in prompt.splitlines() if line[:3] in {f"{c}. " for c in "ABCD"}}
@@ -561,7 +630,7 @@ def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round
     [mcq] = world.read("mcq.jsonl", MCQ)
     tasks = [r.task for r in provider.seen]
     first_read = tasks.index("distractors_validate")
-    assert set(tasks[:first_read]) <= {"distractors_render", "distractors_seeds"}
+    assert set(tasks[:first_read]) <= {"distractors_render", "distractors_seeds", "distractors_question"}
     before = [r for r in provider.seen[:first_read] if r.task == "distractors_render"]
     assert sum(KEY_MARK in r.messages[-1]["content"] for r in before) == 2  # rendered twice before the first read
     assert len(mcq.refinement) == 1  # the same round

@@ -283,6 +283,9 @@ class DistractorsSettings(Section):
 
     rounds: int = knob("refinement rounds at most", ge=1)
     verify: bool = knob("a judge with the evidence and traces confirms exactly one option is right")
+    neutral_question: bool = knob("before options are rendered from seeds, one call rewrites the question, blind to "
+                                  "the key, so that each of the four sets answers it equally well (a question written "
+                                  "from the key fits only the key); the rewrite is asked in both formats")
     option_chars: dict[Language, int] = knob("per language: an option rendered from seeds is asked for 75-125% of "
                                              "the reference answer's length, that length taken at most this long "
                                              "(one point per option, not the records' list)")

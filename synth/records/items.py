@@ -82,6 +82,9 @@ class QA(Record):
     # the no-context reader's answers that matched the reference, one per rewrite of the question (and the last one
     # when the rewrites ran out): what the question's wording gave away (synth.stages.qa.standalone)
     open_guesses: list[str] = []
+    # the QA writer's question, when the options stage rewrote it blind to the key so that every option's set answers
+    # it (synth.stages.options): `question` is the rewrite, asked in both formats ("" when not rewritten)
+    question_written: str = ""
     profile: Profile | None = None  # profile_style items: the member, the stored style and the 2×2 options
     # relation items (the variants stage): their set, and SubtleMemory's accepted and known-wrong references
     variant_set_id: str = ""

@@ -27,7 +27,7 @@ from synth.records import (
     Trace,
 )
 from synth.stages.common import RelatedTraces, answer_tokens, trace_excerpts
-from synth.stages.options import Seeder, SeedState, arrange_seeded, render_feedback, ruled_in, seeds
+from synth.stages.options import Seeder, SeedState, arrange_seeded, asked, render_feedback, ruled_in, seeds
 
 
 class Distractor(BaseModel):
@@ -301,15 +301,20 @@ class Refiner:
             choices, correct, placed = arrange_seeded(rendered, self.positions.get(qa.id, 0), self.ctx.language)
             copied = self.seeder.copied([c.text for c in choices[:4]])
             verdict = (guarded_round(number, [("copied_sentence", f"an option copies a trace: {copied!r}")])
-                       if copied else await self.judge(qa, choices, correct, number))
+                       if copied else await self.judge(asked(qa, state), choices, correct, number))
             history.append(verdict)
             if not verdict.too_easy:
                 break
             feedback.append(render_feedback(verdict))
+            if verdict.question_favours:  # the next round rewrites the question again, over its own sets
+                state.question = ""
             key = next(seed for seed in placed if seed.role == "key")
             for seed in ruled_in(verdict, placed, state):
                 state.drop(seed, key)
-        return {"mcq.jsonl": [build_mcq(qa, choices, correct, history, placed)]}
+        final = asked(qa, state)
+        if final is not qa:  # the key-blind rewrite stands for both formats; the QA writer's question is kept
+            final = final.model_copy(update={"question_written": qa.question})
+        return {"mcq.jsonl": [build_mcq(final, choices, correct, history, placed)]}
 
     def relation_order(self, qa: QA) -> list[str]:
         """A relation item's accepted answers in the order its rounds try them: those whose arrangement among the
@@ -367,9 +372,9 @@ STAGE = Stage(
     name="distractors",
     reads=("persona.jsonl", "arcs.jsonl", "events.jsonl", "evidence.jsonl", "traces.jsonl", "qa.jsonl"),
     writes=("mcq.jsonl",),
-    templates=("distractors_render.j2", "distractors_seeds.j2", "distractors_write.j2", "distractors_validate.j2",
+    templates=("distractors_question.j2", "distractors_render.j2", "distractors_seeds.j2", "distractors_write.j2", "distractors_validate.j2",
                "distractors_verify.j2"),
-    tasks=("distractors_render", "distractors_seeds", "distractors", "distractors_validate", "distractors_verify"),
+    tasks=("distractors_question", "distractors_render", "distractors_seeds", "distractors", "distractors_validate", "distractors_verify"),
     judges=("distractors_validate", "distractors_verify"),
     config_keys=("prompts", "mcq"),  # the shared trace excerpts and option shape
     body=run,

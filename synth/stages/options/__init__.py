@@ -11,7 +11,7 @@ from synth.records import CANNOT_DETERMINE, CHOICE_IDS, QA, Choice, OptionSeed, 
 from synth.stages.common import answer_tokens, first_seen
 from synth.stages.options import render, seeds
 
-__all__ = ["Seeder", "SeedState", "arrange_seeded", "reader_cues", "render", "render_feedback", "ruled_in", "seeds"]
+__all__ = ["Seeder", "SeedState", "arrange_seeded", "asked", "reader_cues", "render", "render_feedback", "ruled_in", "seeds"]
 
 
 REPLACEMENTS = 2  # times a round chooses and renders again when the renderer finds sets unable to answer
@@ -25,6 +25,7 @@ class SeedState:
     excluded: set[str] = field(default_factory=set)
     written: list[OptionSeed] = field(default_factory=list)
     crossing: bool = True  # off once a judge found a crossed option also true (a half alone answers the question)
+    question: str = ""  # the question rewritten over the first round's four sets, blind to the key ("" until then)
 
     def drop(self, seed: OptionSeed, key: OptionSeed) -> None:
         """Leave `seed` out of the next choice: its evidence (not the key's, which a crossed seed shares), or, for
@@ -44,6 +45,14 @@ def arrange_seeded(rendered: list[tuple[OptionSeed, str]], position: int,
     choices.append(Choice(id="E", text=CANNOT_DETERMINE[language]))
     placed = [seed.model_copy(update={"choice_id": cid}) for cid, (seed, _) in zip(CHOICE_IDS, ordered, strict=False)]
     return choices, CHOICE_IDS[position], placed
+
+
+def asked(qa: QA, state: SeedState) -> QA:
+    """The item as its options are written and judged: with the key-blind rewrite of its question, once made. The QA
+    writer's question is kept on the item (`question_written`)."""
+    if not state.question or state.question == qa.question:
+        return qa
+    return qa.model_copy(update={"question": state.question})
 
 
 def render_feedback(verdict: RefinementRound) -> dict:
@@ -147,16 +156,30 @@ class Seeder:
         """One round's options: seeds chosen and rendered; when the renderer finds a distractor's set unable to
         answer the question, that seed is left out and the round chooses and renders again, up to REPLACEMENTS
         times (the replacements can be unfit too: a capable renderer found a walk question's first replacements
-        without the walk it asks about; counter-seeds, written for the question, fill in once real seeds run out)."""
-        rendered, unfit = await self.render(qa, await self.choose(qa, state), number, feedback)
+        without the walk it asks about; counter-seeds, written for the question, fill in once real seeds run out).
+        The first round (and a round after the verify judge found the question favouring one option) first
+        rewrites the question over its four sets, blind to the key (`[distractors] neutral_question`)."""
+        chosen = await self.choose(qa, state)  # seeds are chosen (and written) for the QA writer's question
+        if self.ctx.section.neutral_question and not state.question:
+            state.question = await self.neutral(qa, chosen, number)
+        shown = asked(qa, state)
+        rendered, unfit = await self.render(shown, chosen, number, feedback)
         for again in range(1, REPLACEMENTS + 1):
             if not unfit:
                 break
             key = next(seed for seed, _ in rendered if seed.role == "key")
             for seed in unfit:
                 state.drop(seed, key)
-            rendered, unfit = await self.render(qa, await self.choose(qa, state), number, feedback, again)
+            rendered, unfit = await self.render(shown, await self.choose(qa, state), number, feedback, again)
         return rendered
+
+    async def neutral(self, qa: QA, chosen: list[OptionSeed], number: int) -> str:
+        """The question rewritten so that each of the four sets answers it equally well: one call that sees the
+        sets in the drawn order, never which is true (`render.question_variables`)."""
+        edited = await self.ctx.ask("distractors_question", "distractors_question.j2",
+                                    render.question_variables(qa, self.ctx.persona, render.shuffled(qa, chosen, number)),
+                                    render.Neutral, max_tokens=answer_tokens(self.ctx, 400))
+        return edited.question.strip() or qa.question
 
     async def render(self, qa: QA, chosen: list[OptionSeed], number: int, feedback: list[dict],
                      again: int = 0) -> tuple[list[tuple[OptionSeed, str]], list[OptionSeed]]:

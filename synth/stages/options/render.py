@@ -25,6 +25,12 @@ class Rendered(BaseModel):
     cannot_answer: bool = False
 
 
+class Neutral(BaseModel):
+    """The question rewritten so that every statement set answers it equally well (key-blind)."""
+
+    question: str = Field(min_length=1)
+
+
 class CounterSeed(BaseModel):
     statements: list[str] = Field(min_length=1)
 
@@ -74,6 +80,16 @@ def render_variables(qa: QA, persona, seed: OptionSeed, feedback: list[dict], ca
     return {"persona": persona, "arcs": [], "question_type": qa.question_type,
             "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
             "statements": seed.statements, "min_chars": lo, "max_chars": hi, "feedback": feedback}
+
+
+def question_variables(qa: QA, persona, ordered: list[OptionSeed]) -> dict:
+    """The question editor's prompt: the question and every seed's statements in the drawn order (`shuffled`) —
+    nothing saying which set is true or which was written, nor the reference answer. Capable no-context readers
+    picked the key as the one option that fits the question: it was written from the key, so its premise, its
+    parts and its words are the key's. Rewritten over all four sets, it asks what they share."""
+    return {"persona": persona, "question_type": qa.question_type,
+            "question_time": qa.question_time.isoformat(timespec="minutes"), "question": qa.question,
+            "sets": [seed.statements for seed in ordered]}
 
 
 def mapped(ordered: list[OptionSeed], rendered: list[Rendered]) -> list[tuple[OptionSeed, str]]:
