@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from synth.config.settings import PromptsSettings, TracesSettings
 from synth.core.calendar import weekdays_between, weekdays_named
 from synth.engine.stage import StageContext
+from synth.life.registry_view import name_keys
 from synth.quality.label_check import key_units
 from synth.records import ArcState, LifeArc, MajorEvent, Person, Persona, Phase, Trace, mint_id
 
@@ -126,23 +127,16 @@ def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str
 def names_close(text: str, people: dict[str, str], work_words: list[str] | tuple[str, ...],
                 close_words: list[str] | tuple[str, ...]) -> bool:
     """Whether `text` names someone close: a person of `people` (name → relation) whose relation is a close one
-    (it holds one of `close_words`: family, a friend, a partner) and not a work one, by their full or first name,
-    or a close word itself ("her sister", "我妈"). English words match whole; Chinese ones anywhere."""
+    (it holds one of `close_words`: family, a friend, a partner) and not a work one, as the registry recognises a
+    name in a text (`name_keys`), or a close word itself ("her sister", "我妈"). English words match whole; Chinese
+    ones anywhere."""
     folded = text.casefold()
-
-    def said(word: str) -> bool:
-        word = word.casefold().strip()
-        if not word:
-            return False
-        if word.isascii():
-            return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", folded) is not None
-        return word in folded
-
-    for name, relation in people.items():
-        close = relation_holds(relation, close_words) and not relation_holds(relation, work_words)
-        if close and (said(name) or (" " in name.strip() and said(name.split()[0]))):
-            return True
-    return any(said(word) for word in close_words if not relation_holds(word, work_words))
+    close = [name for name, relation in people.items()
+             if relation_holds(relation, close_words) and not relation_holds(relation, work_words)]
+    keys = [key for name in close for key in name_keys(name)]
+    keys += [word for word in close_words if not relation_holds(word, work_words)]
+    return any(re.search(rf"(?<!\w){re.escape(key.casefold())}(?!\w)", folded) if key.isascii()
+               else key.casefold() in folded for key in keys if key.strip())
 
 
 def confided(statements: list[str], people: dict[str, str], work_words: list[str] | tuple[str, ...],

@@ -372,9 +372,10 @@ STAGE = Stage(
     name="distractors",
     reads=("persona.jsonl", "arcs.jsonl", "events.jsonl", "evidence.jsonl", "traces.jsonl", "qa.jsonl"),
     writes=("mcq.jsonl",),
-    templates=("distractors_question.j2", "distractors_render.j2", "distractors_seeds.j2", "distractors_write.j2", "distractors_validate.j2",
-               "distractors_verify.j2"),
-    tasks=("distractors_question", "distractors_render", "distractors_seeds", "distractors", "distractors_validate", "distractors_verify"),
+    templates=("distractors_question.j2", "distractors_render.j2", "distractors_seeds.j2", "distractors_write.j2",
+               "distractors_validate.j2", "distractors_verify.j2"),
+    tasks=("distractors_question", "distractors_render", "distractors_seeds", "distractors", "distractors_validate",
+           "distractors_verify"),
     judges=("distractors_validate", "distractors_verify"),
     config_keys=("prompts", "mcq"),  # the shared trace excerpts and option shape
     body=run,

@@ -163,8 +163,9 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     slot) when an evidence quotes words said or written: a capable planner was hinted a to-do list for words said
     to a partner at dinner. Nor the `addressed` media (an email, a message) for private evidence of a moment with
     no one else in it: there is no one to write it to (a capable planner, hinted email, invented a reply to a
-    therapist's pre-appointment email that no event holds), nor with no one close to write it to (`close` false: the private
-    evidence names no one close, or says it was kept from others — `confided`; None: anyone in the moment counts)."""
+    therapist's pre-appointment email that no event holds), nor with no one close to write it to (`close` false:
+    the private evidence names no one close, or says it was kept from others — `confided`; None: anyone in the
+    moment counts)."""
     left_out = set(short or {}) if len(evidence) > count else set()
     if any(QUOTED.search(e.statement) for e in evidence):
         left_out |= terse

@@ -11,7 +11,8 @@ from synth.records import CANNOT_DETERMINE, CHOICE_IDS, QA, Choice, OptionSeed, 
 from synth.stages.common import answer_tokens, first_seen
 from synth.stages.options import render, seeds
 
-__all__ = ["Seeder", "SeedState", "arrange_seeded", "asked", "reader_cues", "render", "render_feedback", "ruled_in", "seeds"]
+__all__ = ["Seeder", "SeedState", "arrange_seeded", "asked", "reader_cues", "render", "render_feedback", "ruled_in",
+           "seeds"]
 
 
 REPLACEMENTS = 2  # times a round chooses and renders again when the renderer finds sets unable to answer
@@ -176,9 +177,9 @@ class Seeder:
     async def neutral(self, qa: QA, chosen: list[OptionSeed], number: int) -> str:
         """The question rewritten so that each of the four sets answers it equally well: one call that sees the
         sets in the drawn order, never which is true (`render.question_variables`)."""
-        edited = await self.ctx.ask("distractors_question", "distractors_question.j2",
-                                    render.question_variables(qa, self.ctx.persona, render.shuffled(qa, chosen, number)),
-                                    render.Neutral, max_tokens=answer_tokens(self.ctx, 400))
+        variables = render.question_variables(qa, self.ctx.persona, render.shuffled(qa, chosen, number))
+        edited = await self.ctx.ask("distractors_question", "distractors_question.j2", variables, render.Neutral,
+                                    max_tokens=answer_tokens(self.ctx, 400))
         return edited.question.strip() or qa.question
 
     async def render(self, qa: QA, chosen: list[OptionSeed], number: int, feedback: list[dict],
