@@ -545,6 +545,55 @@ def test_an_excerpt_keeps_the_passage_that_carries_the_evidence_not_the_opening(
     assert "工作日一滴黄酒不碰" in cut["content"]
 
 
+EMAIL = """Subject: Knee log pattern before Friday's follow-up
+
+Dr. Hale,
+
+A data point ahead of my follow-up. Last night I sorted the past two weeks of my training log by the 0-10 pain \
+column (credit to Priya, my partner, who is a PT and spotted it). Every knee-pain score of 4 or higher came the day \
+after a session I had added beyond your program - mostly second swims and extra trainer time. Days that followed \
+the plan as written topped out at 2.
+
+I had assumed the extra swims don't even load the knee. The numbers say otherwise, or at least that fatigue is \
+doing something. I've deleted the two extra sessions I had scheduled for this weekend and will run the program as \
+written, nothing extra, until you tell me otherwise.
+
+Wall sits and decline squats are done daily. Happy to send the spreadsheet if useful.
+
+Best,
+Daniel Kowalczyk"""
+
+
+def test_an_excerpt_shows_every_evidence_its_trace_carries_each_trace_its_own():
+    """A capable writer was told an evidence ("his extra swims 'don't even load the knee'") is carried by an email
+    whose excerpt, cut around the other evidence it carries (the pain scores), had none of its words."""
+    from synth.config.conf import recorded_section
+    from synth.config.settings import PromptsSettings
+    from synth.records import Trace
+    from synth.stages.common import trace_excerpts
+
+    pain = ("Daniel sorted two weeks of his training log by pain score and found every score of 4 or higher came the "
+            "day after a session he had added beyond the program.")
+    swims = ("Daniel first argued to Priya that his extra swims 'don't even load the knee', then deleted two added "
+             "weekend sessions and said, 'Fine. Plan as written, nothing extra.'")
+    other = "Daniel logged his 8-mile run as 'knee sore, ran anyway' and told Priya she was being cautious."
+    email = Trace(id="t1", persona_id="p", event_id="e", evidence_ids=["pain", "swims"], medium="email", intent="i",
+                  audience="his physiotherapist", time=dt.datetime(2022, 1, 27, 8, 45), content=EMAIL)
+    note = Trace(id="t2", persona_id="p", event_id="e", evidence_ids=["other"], medium="note", intent="i",
+                 audience="himself", time=dt.datetime(2022, 1, 1, 20, 30),
+                 content="Jan 1. " + "Logged the run, knee sore, ran anyway. " * 30)
+    prompts = PromptsSettings(**{**recorded_section({}, "prompts"), "trace_chars": 600})
+    statements = {"pain": pain, "swims": swims, "other": other}
+    shown, _ = trace_excerpts(["t1", "t2"], {"t1": email, "t2": note}, prompts, list(statements.values()), statements)
+    text = shown["content"]
+    assert len(text) <= 602, len(text)
+    assert "don't even load the knee" in text and "nothing extra" in text, text
+    assert "pain" in text and "4 or higher" in text, text
+    # one statement alone still gets the passage around it
+    [alone] = trace_excerpts(["t1"], {"t1": email}, prompts, [swims])
+    assert "don't even load the knee" in alone["content"] and alone["content"].startswith("…")
+
+
 def test_an_excerpt_of_a_chat_keeps_whole_lines_with_their_speaker():
     """Cut by sentences, a chat excerpt began mid-line: the line's speaker and time were lost."""
     from synth.stages.common import excerpt

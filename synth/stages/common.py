@@ -234,11 +234,14 @@ def state_map(states: list[ArcState]) -> dict[str, int]:
 
 
 def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: PromptsSettings,
-                   about: list[str] | tuple[str, ...] = ()) -> list[dict]:
+                   about: list[str] | tuple[str, ...] = (),
+                   by_id: dict[str, str] | None = None) -> list[dict]:
     """Every named trace as an excerpt: up to `max_prompt_traces` at `trace_chars` each; when more are needed, none is
     dropped — each is shortened so that the total stays within max_prompt_traces × trace_chars (a question whose
     evidence spans many traces loses detail per trace, never the trace carrying its newest evidence). A trace cut
-    short keeps the passage that carries the statements `about` (the item's evidence), not just its opening."""
+    short keeps the passages that carry the statements `about` (the item's evidence), not just its opening; with
+    `by_id` (evidence id → statement) each trace is cut around the statements it carries itself: a capable writer
+    was shown an email "carrying" an evidence whose excerpt, cut around another evidence, had none of it."""
     limit, chars = section.max_prompt_traces, section.trace_chars
     unique = list(dict.fromkeys(ids))
     if limit == 0 or not unique:
@@ -247,39 +250,69 @@ def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: PromptsSet
     out = []
     for trace_id in unique:
         trace = traces[trace_id]
+        own = [by_id[e] for e in trace.evidence_ids if e in by_id] if by_id else []
         out.append({"medium": trace.medium, "time": trace.time.isoformat(timespec="minutes"),
-                    "content": excerpt(trace.content, each, about)})
+                    "content": excerpt(trace.content, each, own or about)})
     return out
 
 
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*\s*|\n+")
 _LINE = re.compile(r"[^\n]+\n*")
+_GAP = " … "
+_PARAGRAPH = 240  # a line longer than this is a paragraph, cut by sentences; a shorter one (a chat line) stays whole
 
 
 def excerpt(text: str, size: int, about: list[str] | tuple[str, ...] = ()) -> str:
-    """At most `size` characters of `text`: the whole text when it fits; else the window of whole sentences around
-    the sentence sharing the most words (Chinese: character bigrams) with the statements `about`, marked "…" where
-    it was cut; a text of short lines (a chat, a search history, a list) by whole lines, so a cut never drops the
-    speaker or the time that opens one. Without statements, or when none is found, the opening."""
+    """At most `size` characters of `text`: the whole text when it fits; else, for each statement of `about`, the
+    sentence sharing the most words (Chinese: character bigrams) with it, grown by whole sentences while the whole
+    fits (first the neighbour sharing most words with the statements, then the one after), the passages in the
+    text's order with "…" where it was cut — so a text carrying two statements far apart shows both (the first
+    statements when not all fit). Short lines (a chat, a search history, a list) stay whole, so a cut never drops
+    the speaker or the time that opens one; a paragraph is cut by sentences. Without statements, or when none is
+    found, the opening."""
     if len(text) <= size:
         return text
-    lines = [(m.start(), m.end()) for m in _LINE.finditer(text)]
-    by_line = len(lines) >= 3 and max(b - a for a, b in lines) <= size
-    spans = (lines if by_line else [(m.start(), m.end()) for m in _SENTENCE.finditer(text)]) or [(0, len(text))]
-    wanted = set().union(*(key_units(s) for s in about)) if about else set()
-    scores = [len(key_units(text[a:b]) & wanted) for a, b in spans]
-    best = max(range(len(spans)), key=lambda i: (scores[i], -i)) if wanted and max(scores) > 0 else 0
-    lo, hi = spans[best]
-    left, right = best - 1, best + 1
-    while True:  # grow by whole sentences, after then before, while the window fits
-        if right < len(spans) and spans[right][1] - lo <= size:
-            hi, right = spans[right][1], right + 1
-        elif left >= 0 and hi - spans[left][0] <= size:
-            lo, left = spans[left][0], left - 1
+    spans: list[tuple[int, int]] = []
+    for line in _LINE.finditer(text):
+        if line.end() - line.start() <= min(size, _PARAGRAPH):
+            spans.append((line.start(), line.end()))
         else:
+            spans += [(line.start() + m.start(), line.start() + m.end()) for m in _SENTENCE.finditer(line.group())]
+    spans = spans or [(0, len(text))]
+    units = [key_units(text[a:b]) for a, b in spans]
+    anchors: list[int] = []
+    for statement in about:
+        wanted = key_units(statement)
+        scores = [len(u & wanted) for u in units]
+        if wanted and max(scores) > 0:
+            anchors.append(max(range(len(spans)), key=lambda i: (scores[i], -i)))
+    chosen: set[int] = set()
+
+    def cost(extra: set[int]) -> int:  # the characters the passages take, with a gap mark between two of them
+        picked = sorted(chosen | extra)
+        gaps = sum(1 for a, b in zip(picked, picked[1:]) if b != a + 1)
+        return sum(spans[i][1] - spans[i][0] for i in picked) + gaps * len(_GAP)
+
+    for i in dict.fromkeys(anchors or [0]):
+        if not chosen or cost({i}) <= size:
+            chosen.add(i)
+    wanted_all = set().union(*(key_units(statement) for statement in about)) if about else set()
+    while True:  # grow by one whole sentence at a time while the whole fits: next to a passage, the sentence
+        # sharing the most words with the statements first (a statement may run over two sentences), then after
+        grow = [j for j in range(len(spans)) if j not in chosen and ({j - 1, j + 1} & chosen) and cost({j}) <= size]
+        if not grow:
             break
-    window = text[lo:hi][:size].strip()
-    return ("…" if lo > 0 else "") + window + ("…" if hi < len(text) else "")
+        chosen.add(max(grow, key=lambda j: (len(units[j] & wanted_all), j - 1 in chosen, -j)))
+    picked = sorted(chosen)
+    runs: list[list[int]] = []
+    for i in picked:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    pieces = [text[spans[run[0]][0]:spans[run[-1]][1]].strip() for run in runs]
+    shown = _GAP.join(pieces)[:size].strip()
+    return ("…" if spans[picked[0]][0] > 0 else "") + shown + ("…" if spans[picked[-1]][1] < len(text) else "")
 
 
 class RelatedTraces:

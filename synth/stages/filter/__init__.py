@@ -97,7 +97,8 @@ def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace]
         "question_type": item.question_type, "question": item.question,
         "question_time": item.question_time.isoformat(timespec="minutes"), "answer": item.answer,
         "unanswerable": not answerable(item), "evidence": shown, "settled": item.settled,
-        "traces": trace_excerpts(ids, traces, prompts, [e.statement for e in item.evidence] or [item.question]),
+        "traces": trace_excerpts(ids, traces, prompts, [e.statement for e in item.evidence] or [item.question],
+                                 {e.evidence_id: e.statement for e in item.evidence}),
     }
 
 
@@ -105,7 +106,8 @@ def single_trace_variables(item: MCQ, trace_id: str, traces: dict[str, Trace], p
     """The single-trace test sees the question, the options and ONE of the needed traces."""
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
             "choices": [c.model_dump() for c in item.choices],
-            "traces": trace_excerpts([trace_id], traces, prompts, [e.statement for e in item.evidence])}
+            "traces": trace_excerpts([trace_id], traces, prompts, [e.statement for e in item.evidence],
+                                     {e.evidence_id: e.statement for e in item.evidence})}
 
 
 def single_trace_ids(item: MCQ, limit: int) -> list[str]:

@@ -235,7 +235,8 @@ def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, ne
         **segment_variables(common, arc, segment, plan.question_type),
         "evidence": evidence,
         # each trace cut around the passage that carries the chosen evidence, not from its start
-        "traces": trace_excerpts(trace_ids_of(needed), traces, prompts, [e["statement"] for e in evidence]),
+        "traces": trace_excerpts(trace_ids_of(needed), traces, prompts, [e["statement"] for e in evidence],
+                                 {e.evidence_id: e.statement for e in segment.evidence if e.evidence_id in needed}),
         "temporal_scope": plan.temporal_scope, "outline": plan.outline, "absent_topic": plan.absent_topic,
         "question_time": asked.isoformat(timespec="minutes"), "max_answer_chars": max_answer_chars, "guessed": [],
     }
