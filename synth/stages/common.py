@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import random
 import re
 from collections.abc import Iterable
@@ -262,6 +263,17 @@ _GAP = " … "
 _PARAGRAPH = 240  # a line longer than this is a paragraph, cut by sentences; a shorter one (a chat line) stays whole
 
 
+def _passages(text: str, size: int) -> list[tuple[int, int]]:
+    """The spans an excerpt is made of: whole lines, a line longer than `_PARAGRAPH` (or `size`) by sentences."""
+    spans: list[tuple[int, int]] = []
+    for line in _LINE.finditer(text):
+        if line.end() - line.start() <= min(size, _PARAGRAPH):
+            spans.append((line.start(), line.end()))
+        else:
+            spans += [(line.start() + m.start(), line.start() + m.end()) for m in _SENTENCE.finditer(line.group())]
+    return spans or [(0, len(text))]
+
+
 def excerpt(text: str, size: int, about: list[str] | tuple[str, ...] = ()) -> str:
     """At most `size` characters of `text`: the whole text when it fits; else, for each statement of `about`, the
     sentence sharing the most words (Chinese: character bigrams) with it, grown by whole sentences while the whole
@@ -272,13 +284,7 @@ def excerpt(text: str, size: int, about: list[str] | tuple[str, ...] = ()) -> st
     found, the opening."""
     if len(text) <= size:
         return text
-    spans: list[tuple[int, int]] = []
-    for line in _LINE.finditer(text):
-        if line.end() - line.start() <= min(size, _PARAGRAPH):
-            spans.append((line.start(), line.end()))
-        else:
-            spans += [(line.start() + m.start(), line.start() + m.end()) for m in _SENTENCE.finditer(line.group())]
-    spans = spans or [(0, len(text))]
+    spans = _passages(text, size)
     units = [key_units(text[a:b]) for a, b in spans]
     anchors: list[int] = []
     for statement in about:
@@ -290,7 +296,7 @@ def excerpt(text: str, size: int, about: list[str] | tuple[str, ...] = ()) -> st
 
     def cost(extra: set[int]) -> int:  # the characters the passages take, with a gap mark between two of them
         picked = sorted(chosen | extra)
-        gaps = sum(1 for a, b in zip(picked, picked[1:]) if b != a + 1)
+        gaps = sum(1 for a, b in itertools.pairwise(picked) if b != a + 1)
         return sum(spans[i][1] - spans[i][0] for i in picked) + gaps * len(_GAP)
 
     for i in dict.fromkeys(anchors or [0]):
@@ -304,12 +310,7 @@ def excerpt(text: str, size: int, about: list[str] | tuple[str, ...] = ()) -> st
             break
         chosen.add(max(grow, key=lambda j: (len(units[j] & wanted_all), j - 1 in chosen, -j)))
     picked = sorted(chosen)
-    runs: list[list[int]] = []
-    for i in picked:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
+    runs = [[i for _, i in group] for _, group in itertools.groupby(enumerate(picked), key=lambda p: p[1] - p[0])]
     pieces = [text[spans[run[0]][0]:spans[run[-1]][1]].strip() for run in runs]
     shown = _GAP.join(pieces)[:size].strip()
     return ("…" if spans[picked[0]][0] > 0 else "") + shown + ("…" if spans[picked[-1]][1] < len(text) else "")
