@@ -53,6 +53,15 @@ def test_a_run_that_generated_nothing_says_so(tmp_path):
     assert "no question was generated" in summary_lines(run_summary(tmp_path), "openai")[-1]
 
 
+def test_before_the_filter_the_summary_counts_the_written_items_and_says_not_filtered(tmp_path):
+    d = _persona(tmp_path, "p1", final=0, rejected=[])
+    (d / "final.jsonl").unlink()
+    (d / "rejected.jsonl").unlink()
+    _write(d / "qa.jsonl", [{"id": f"q{i}"} for i in range(16)])
+    lines = summary_lines(run_summary(tmp_path), "openai")
+    assert len(lines) == 1 and "items 16 generated, not filtered yet" in lines[0], lines
+
+
 def test_a_fake_run_ends_with_the_summary_and_stats_shows_it_first(tiny_dataset, tmp_path):
     out = tmp_path / "data"
     shutil.copytree(tiny_dataset, out)

@@ -38,6 +38,7 @@ def persona_summary(directory: Path) -> dict:
     traces = _rows(directory / "traces.jsonl")
     final = _rows(directory / "final.jsonl")
     rejected = _rows(directory / "rejected.jsonl")
+    filtered = (directory / "final.jsonl").is_file() or (directory / "rejected.jsonl").is_file()
     calls, usd = _cost(directory)
     reasons = Counter(str(r.get("filter", "?")) for r in rejected)
     return {
@@ -45,7 +46,10 @@ def persona_summary(directory: Path) -> dict:
         "name": str(persona[0].get("name", "")) if persona else "",
         "traces": len(traces),
         "trace_tokens": sum(int(t.get("tokens") or estimate_tokens(str(t.get("content", "")))) for t in traces),
-        "generated": len(final) + len(rejected),
+        # before the filter has run, the items the qa stage wrote (a run stopped after `synth distractors`
+        # said "0 generated … no question was generated" of sixteen written items)
+        "generated": len(final) + len(rejected) if filtered else len(_rows(directory / "qa.jsonl")),
+        "filtered": filtered,
         "final": len(final),
         "top_rejections": reasons.most_common(TOP_REASONS),
         "calls": calls,
@@ -74,11 +78,12 @@ def summary_lines(rows: list[dict], provider: str = "", default_local: bool = Fa
     for row in rows:
         reasons = ", ".join(f"{name} {n}" for name, n in row["top_rejections"]) or "none"
         per_item = f", {row['calls_per_final']} calls per final item" if row["calls_per_final"] else ""
+        items = (f"items {row['generated']} generated → {row['final']} final; rejected by {reasons}"
+                 if row.get("filtered", True) else f"items {row['generated']} generated, not filtered yet")
         lines.append(
             f"{row['persona']} ({row['name'] or 'unnamed'}): {row['traces']} traces ({row['trace_tokens']:,} tokens); "
-            f"items {row['generated']} generated → {row['final']} final; rejected by {reasons}; "
-            f"{row['calls']} calls, ${row['cost_usd']:.4f}{per_item}")
-    if rows and not any(row["final"] for row in rows):
+            f"{items}; {row['calls']} calls, ${row['cost_usd']:.4f}{per_item}")
+    if rows and not any(row["final"] for row in rows) and any(row.get("filtered", True) for row in rows):
         lines.append(nothing_survived(rows, provider, default_local))
     return lines
 
