@@ -177,9 +177,10 @@ def test_an_infeasible_plan_is_not_held_to_the_date_rule_and_a_plan_still_failin
     planner = object.__new__(qa.Planner)
     planner.section = SimpleNamespace(max_question_delay_days=7, planned_tokens=None)
     planner.arc_by_id, planner.traces, planner.common = {"X": None}, {}, {}
-    planner.ctx = SimpleNamespace(ask=refuses, phases=[], events=[])
+    spans = SimpleNamespace(filter=SimpleNamespace(min_span_days=14))
+    planner.ctx = SimpleNamespace(ask=refuses, phases=[], events=[], settings=spans)
     [plan] = asyncio.run(planner.plan("factual", seg))["plans"]
     assert not plan.feasible and UNSTATED_DATE in plan.gate  # dropped as a plan, not a failed unit
-    planner.ctx = SimpleNamespace(ask=broken, phases=[], events=[])
+    planner.ctx = SimpleNamespace(ask=broken, phases=[], events=[], settings=spans)
     with pytest.raises(GenerationFailed):  # any other failure still fails the unit (and is re-asked next run)
         asyncio.run(planner.plan("factual", seg))

@@ -193,3 +193,22 @@ def test_lock_refuses_a_second_writer_and_takes_over_a_stale_lock(tmp_path):
     with DatasetLock(tmp_path):
         assert json.loads((tmp_path / ".lock").read_text())["pid"] == os.getpid()
     assert not (tmp_path / ".lock").exists()
+
+
+def test_one_knob_of_another_section_in_config_keys_makes_the_stage_stale_only_when_that_knob_changes(world):
+    """The qa planner is held to the filter's span (`filter.min_span_days`): changing it must re-plan, changing any
+    other filter knob must not."""
+    from dataclasses import replace
+
+    from synth.engine.runner import routes_for, signature_parts
+
+    stage = replace(STAGE, config_keys=("filter.min_span_days",))
+    routes = routes_for(stage, world["config"], world["route"])
+
+    def settings(config):
+        return signature_parts(stage, world["seed"], world["dir"], config, routes)["settings"]
+
+    base = {**world["config"], "filter": {"min_span_days": 14, "blind_samples": 2}}
+    assert settings(base)["filter.min_span_days"] == 14
+    assert settings({**base, "filter": {"min_span_days": 14, "blind_samples": 3}}) == settings(base)
+    assert settings({**base, "filter": {"min_span_days": 7, "blind_samples": 2}}) != settings(base)

@@ -554,6 +554,33 @@ def test_a_multi_point_plan_whose_evidence_one_record_carries_is_gated_and_the_p
                                                                                 **factual))
 
 
+def test_a_comparison_plan_over_too_short_a_span_is_gated_and_its_planner_told_the_span(tmp_path):
+    """A Chinese comparison over two days went through its options and judges (some 30 calls) only for the filter
+    to reject it (multi_point_span): the planner is told the span and a shorter plan is infeasible at once."""
+    from qa_world import build_persona_dir
+
+    from synth.config.prompts import render
+    from synth.core.jsonl import read_records
+    from synth.records import LifeArc
+    directory = build_persona_dir(tmp_path)
+    person = read_records(directory / "persona.jsonl", Persona)[0]
+    arc = read_records(directory / "arcs.jsonl", LifeArc)[0]
+    window = Window(index=0, start=dt.date(2022, 3, 1), end=dt.date(2022, 3, 31))
+    segment = Segment(arc_id="arc1", window=window, new_ids=frozenset(),
+                      evidence=(_carried(1, 2, ("t1",)), _carried(2, 4, ("t2",)), _carried(3, 20, ("t3",))))
+    assert qa.gate("comparison", segment, [1, 2], 14) == "comparison needs evidence spanning at least 14 days"
+    assert qa.gate("comparison", segment, [1, 3], 14) == ""
+    assert qa.gate("comparison", segment, [1, 2], 0) == ""  # no span asked
+    assert qa.gate("pattern", segment, [1, 2], 14) == ""  # a pattern does not compare points in time
+    for language, rule in (("en", "at least 14 days from the first to the last"), ("zh", "至少要相隔 14 天")):
+        variables = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, segment, "comparison", {}, 5,
+                                      min_span_days=14)
+        assert rule in "\n".join(m["content"] for m in render("qa_plan.j2", language=language, **variables))
+        factual = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, segment, "factual", {}, 5,
+                                    min_span_days=14)
+        assert rule not in "\n".join(m["content"] for m in render("qa_plan.j2", language=language, **factual))
+
+
 def test_a_private_evidence_is_marked_and_the_friend_may_not_presuppose_it(tmp_path):
     """A capable writer had to anchor a friend's question on a diary-private line the arc said she told no one."""
     import dataclasses

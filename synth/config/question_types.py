@@ -126,6 +126,12 @@ def answerable(name: str) -> bool:
     return spec.answerable if spec is not None else True
 
 
+def spanning(name: str) -> bool:
+    """Whether an item of this type compares points in time, so its traces must span [filter] min_span_days."""
+    spec = _REGISTRY.get(name)
+    return spec is not None and spec.spanning
+
+
 def check_known(name: str) -> str:
     """A record's question type must be registered (pydantic validator of QA.question_type)."""
     if name not in _REGISTRY:

@@ -84,8 +84,9 @@ def signature_parts(stage: Stage, seed: PersonaSeed, directory: Path, config: di
         "task_max_tokens": {task: floors[task] for task in stage.tasks if task in floors},
         "holiday_countries": config.get("holiday_countries"),
     }
-    for key in stage.config_keys:
-        settings[key] = config.get(key)
+    for key in stage.config_keys:  # a whole section ("prompts") or one knob of another stage's ("filter.x")
+        section, _, knob = key.partition(".")
+        settings[key] = (config.get(section) or {}).get(knob) if knob else config.get(key)
     if stage.judges:
         settings["judge_temperature"] = config.get("judge_temperature")
     for name in stage.config_files:

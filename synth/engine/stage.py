@@ -46,7 +46,7 @@ class Stage:
     config_files: tuple[str, ...] = ()  # files of synth/config/ its output depends on (hashed into its signature)
     token_file: str | None = None  # an output whose records' `tokens` add up to the manifest's trace_tokens
     judges: tuple[str, ...] = ()  # tasks that judge rather than write: they run at judge_temperature
-    config_keys: tuple[str, ...] = ()  # top-level config keys its output depends on (hashed into its signature)
+    config_keys: tuple[str, ...] = ()  # config sections ("prompts") or knobs ("filter.min_span_days") its output depends on
     # files it reads when they exist (hashed into its signature when present; a missing one is not an error)
     optional_reads: tuple[str, ...] = ()
 

@@ -153,13 +153,15 @@ def segment_variables(common: dict, arc: LifeArc, segment: Segment, question_typ
 
 def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: str,
                    traces: dict[str, Trace], max_delay_days: int, planned: Sequence[dict] = (),
-                   settled: Sequence[str] = (), planned_tokens: int | None = None) -> dict:
+                   settled: Sequence[str] = (), planned_tokens: int | None = None, min_span_days: int = 0) -> dict:
     """`planned`: the feasible plans of earlier types on this arc (`planned_outline`); the planner sees those that
     share evidence with this segment, so it picks other evidence or another angle instead of a twin item."""
     return {**segment_variables(common, arc, segment, question_type), "evidence": evidence_entries(segment, None, traces),
             "max_delay_days": max_delay_days, "hours": HOURS,
             "planned": shared_plans(planned, segment, planned_tokens),
-            "settled": list(settled) if question_type == "unanswerable" else []}
+            "settled": list(settled) if question_type == "unanswerable" else [],
+            # the span the filter holds a comparison or trajectory to, told to its planner (0: none)
+            "span_days": min_span_days if question_types.spanning(question_type) else 0}
 
 
 def planned_outline(plan: Plan, segment: Segment) -> dict:
@@ -169,19 +171,20 @@ def planned_outline(plan: Plan, segment: Segment) -> dict:
             "evidence_ids": [e.evidence_id for e in chosen]}
 
 
-def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen: list[int]) -> str:
+def plan_reason(answer: BaseModel, question_type: str, segment: Segment, chosen: list[int],
+                min_span_days: int = 0) -> str:
     """Why a plan answer cannot be written ('' when it can): the model's verdict first, then the gates."""
     if not answer.feasible:
         return "the model judged it infeasible"
     if not question_types.answerable(question_type) and not answer.absent_topic.strip():
         return "no absent topic"
-    return gate(question_type, segment, chosen)
+    return gate(question_type, segment, chosen, min_span_days)
 
 
-def build_plan(answer: BaseModel, question_type: str, segment: Segment) -> Plan:
+def build_plan(answer: BaseModel, question_type: str, segment: Segment, min_span_days: int = 0) -> Plan:
     # the evidence the outline relies on is selected even when the answer left it out (`relied_on`)
     chosen = relied_on(answer.outline, segment, sorted(set(answer.evidence)))
-    reason = plan_reason(answer, question_type, segment, chosen)
+    reason = plan_reason(answer, question_type, segment, chosen, min_span_days)
     return Plan(question_type=question_type, segment=segment.key, feasible=not reason, gate=reason,
                 evidence=chosen, temporal_scope=answer.temporal_scope, outline=answer.outline,
                 absent_topic=answer.absent_topic, ask_after_days=answer.ask_after_days, ask_hour=answer.ask_hour)
@@ -291,11 +294,16 @@ class Planner:
         )
         self.common = {"persona": self.persona, "arcs": ctx.arcs}
 
+    @property
+    def min_span_days(self) -> int:
+        """The span the filter holds a comparison or trajectory to: its planner is told and held to it."""
+        return self.ctx.settings.filter.min_span_days
+
     async def plan(self, question_type: str, segment: Segment, planned: Sequence[dict] = ()) -> Records:
         delay = self.section.max_question_delay_days
         settled = settled_facts(segment, self.ctx.phases, self.ctx.events) if question_type == "unanswerable" else ()
         variables = plan_variables(self.common, self.arc_by_id[segment.arc_id], segment, question_type, self.traces,
-                                   delay, planned, settled, self.section.planned_tokens)
+                                   delay, planned, settled, self.section.planned_tokens, self.min_span_days)
         try:
             answer = await self.ctx.ask("qa_plan", "qa_plan.j2", variables,
                                         plan_model(len(segment.evidence), delay, least_evidence(question_type)),
@@ -307,7 +315,7 @@ class Planner:
             if UNSTATED_DATE not in str(exc) and TWIN_PLAN not in str(exc) and not FEWER_EVIDENCE.search(str(exc)):
                 raise
             return {"plans": [Plan(question_type=question_type, segment=segment.key, feasible=False, gate=str(exc))]}
-        return {"plans": [build_plan(answer, question_type, segment)]}
+        return {"plans": [build_plan(answer, question_type, segment, self.min_span_days)]}
 
     async def write(self, plan: Plan, segment: Segment) -> Records:
         arc = self.arc_by_id[segment.arc_id]
@@ -387,5 +395,6 @@ STAGE = Stage(
     optional_reads=("groups.jsonl", "chats.jsonl", "variants.jsonl"),
     help="qa.jsonl: sliding-window trajectory segments per life arc → plan → question and first-person answer, "
          "in each type `[qa] types` lists",
-    config_keys=("variants", "prompts"),  # the kept variant sets' relation items; the shared trace excerpts
+    # the kept variant sets' relation items; the shared trace excerpts; the span a comparison or trajectory needs
+    config_keys=("variants", "prompts", "filter.min_span_days"),
 )

@@ -254,8 +254,16 @@ def least_evidence(question_type: str) -> int:
     return min(spec.min_evidence, 2) if spec.answerable else 1
 
 
-def gate(question_type: str, segment: Segment, chosen: list[int]) -> str:
-    """Why a feasible-looking plan still cannot carry its type ('' when it can): evidence-gated generation."""
+def visible_times(item, segment: Segment) -> list[dt.datetime]:
+    """The times of the traces carrying `item` that exist by the segment's window end (at least the first one)."""
+    kept = [when for when in item.trace_times if when.date() <= segment.window.end]
+    return kept or list(item.trace_times[:1])
+
+
+def gate(question_type: str, segment: Segment, chosen: list[int], min_span_days: int = 0) -> str:
+    """Why a feasible-looking plan still cannot carry its type ('' when it can): evidence-gated generation. A type
+    whose traces must span `min_span_days` (comparison, trajectory) is held to it here, as the filter holds the item:
+    a Chinese comparison over two days went through options and judges (some 30 calls) to be rejected there."""
     picked = [segment.evidence[i - 1] for i in chosen]
     spec = question_types.get(question_type) or question_types.QuestionTypeSpec(question_type, "extra")
     if not spec.answerable:
@@ -265,6 +273,10 @@ def gate(question_type: str, segment: Segment, chosen: list[int]) -> str:
         return f"{question_type} needs at least {least} evidence"
     if len({e.time.date() for e in picked}) < spec.min_days:
         return f"{question_type} needs evidence from {spec.min_days} different days"
+    if spec.spanning and min_span_days:
+        times = [when for e in picked for when in visible_times(e, segment)]
+        if (max(times) - min(times)).days < min_span_days:
+            return f"{question_type} needs evidence spanning at least {min_span_days} days"
     if spec.multi_point and len(picked) >= 2 and set.intersection(*(set(e.trace_ids) for e in picked)):
         # one record carries every point: it answers the item alone, which the filter's single_point rejects
         return f"{question_type} needs evidence from more than one record"
