@@ -363,6 +363,20 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
     [seeds_prompt] = prompts_of(provider, "distractors_seeds")
     assert all(ref.statement not in seeds_prompt for ref in qa.evidence)
     assert "You are not told the true answer" in seeds_prompt
+    # room for statements as long as the key's: a flat 60 tokens each cut a Chinese writer's sets short
+    [seeds_request] = [r for r in provider.seen if r.task == "distractors_seeds"]
+    from synth.stages.options import statement_tokens
+    per = statement_tokens([ref.statement for ref in qa.evidence])
+    assert seeds_request.settings.max_tokens >= 3 * len(qa.evidence) * per
+
+
+def test_counter_seed_room_follows_the_longest_statement_it_must_match():
+    from synth.core.tokens import estimate_tokens
+    from synth.stages.options import STATEMENT_TOKENS, statement_tokens
+
+    long_zh = "8月6日，周予安收到香港理工大学交互设计硕士项目的招生邮件，第一轮截止日为9月10日，她当天报名了8月20日的机考雅思。"
+    assert statement_tokens([long_zh, "短句。"]) == estimate_tokens(long_zh) * 3 // 2 > STATEMENT_TOKENS
+    assert statement_tokens(["A short one."]) == STATEMENT_TOKENS
 
 
 def test_a_counter_seed_restating_a_key_statement_is_written_again(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from synth.core.tokens import estimate_tokens
 from synth.engine.stage import StageContext
 from synth.records import CANNOT_DETERMINE, CHOICE_IDS, QA, Choice, OptionSeed, RefinementRound
 from synth.stages.common import answer_tokens, first_seen
@@ -16,6 +17,17 @@ __all__ = ["Seeder", "SeedState", "arrange_seeded", "asked", "reader_cues", "ren
 
 
 REPLACEMENTS = 2  # times a round chooses and renders again when the renderer finds sets unable to answer
+
+
+STATEMENT_TOKENS = 60  # the least room per written statement
+
+
+def statement_tokens(statements: list[str]) -> int:
+    """Room per counter-seed statement: half again the longest of the statements it must match (the key's, whose
+    size is not shown, and the form examples), at least STATEMENT_TOKENS. A flat 60 left a Chinese counter-seed
+    writer, asked for as many names, times and amounts as the examples, writing shorter statements than they were
+    — and readers picked the key of a crossed item as the option with the most details."""
+    return max([STATEMENT_TOKENS, *(estimate_tokens(s) * 3 // 2 for s in statements)])
 
 
 @dataclass
@@ -141,15 +153,14 @@ class Seeder:
         """`need` counter-seeds of the key's size, written for the question without the key (the chosen sets
         shown, not to be repeated)."""
         size = max(1, min(len(key.statements), seeds.GROUP_MAX))
+        examples = render.form_examples(self.evidence, self.seen, qa, {i for s in real for i in s.evidence_ids}, 4,
+                                        self.ctx.persona.name)
         written = await self.ctx.ask(
             "distractors_seeds", "distractors_seeds.j2",
-            render.counter_seed_variables(
-                qa, self.ctx.persona, self.ctx.arcs,
-                render.form_examples(self.evidence, self.seen, qa, {i for s in real for i in s.evidence_ids}, 4,
-                                     self.ctx.persona.name),
-                [*real, *state.written], need, size), render.counter_seeds_model(need, size),
-            # a statement is about 40 tokens (zh: 40 characters) and a set as long as the key's, up to 8
-            max_tokens=answer_tokens(self.ctx, need * size * 60 + 120), sample=attempt)
+            render.counter_seed_variables(qa, self.ctx.persona, self.ctx.arcs, examples, [*real, *state.written],
+                                          need, size), render.counter_seeds_model(need, size),
+            max_tokens=answer_tokens(self.ctx, need * size * statement_tokens([*key.statements, *examples]) + 120),
+            sample=attempt)
         return render.invented(written, need, size)
 
     async def options(self, qa: QA, state: SeedState, number: int,
