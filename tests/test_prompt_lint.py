@@ -584,7 +584,7 @@ def test_an_excerpt_shows_every_evidence_its_trace_carries_each_trace_its_own():
                  content="Jan 1. " + "Logged the run, knee sore, ran anyway. " * 30)
     prompts = PromptsSettings(**{**recorded_section({}, "prompts"), "trace_chars": 600})
     statements = {"pain": pain, "swims": swims, "other": other}
-    shown, _ = trace_excerpts(["t1", "t2"], {"t1": email, "t2": note}, prompts, list(statements.values()), statements)
+    shown, _ = trace_excerpts(["t1", "t2"], {"t1": email, "t2": note}, prompts, statements)
     text = shown["content"]
     assert len(text) <= 602, len(text)
     assert "don't even load the knee" in text and "nothing extra" in text, text

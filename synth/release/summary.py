@@ -79,11 +79,11 @@ def summary_lines(rows: list[dict], provider: str = "", default_local: bool = Fa
         reasons = ", ".join(f"{name} {n}" for name, n in row["top_rejections"]) or "none"
         per_item = f", {row['calls_per_final']} calls per final item" if row["calls_per_final"] else ""
         items = (f"items {row['generated']} generated → {row['final']} final; rejected by {reasons}"
-                 if row.get("filtered", True) else f"items {row['generated']} generated, not filtered yet")
+                 if row["filtered"] else f"items {row['generated']} generated, not filtered yet")
         lines.append(
             f"{row['persona']} ({row['name'] or 'unnamed'}): {row['traces']} traces ({row['trace_tokens']:,} tokens); "
             f"{items}; {row['calls']} calls, ${row['cost_usd']:.4f}{per_item}")
-    if rows and not any(row["final"] for row in rows) and any(row.get("filtered", True) for row in rows):
+    if rows and not any(row["final"] for row in rows) and any(row["filtered"] for row in rows):
         lines.append(nothing_survived(rows, provider, default_local))
     return lines
 

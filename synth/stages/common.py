@@ -8,7 +8,7 @@ import hashlib
 import itertools
 import random
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -235,26 +235,33 @@ def state_map(states: list[ArcState]) -> dict[str, int]:
 
 
 def trace_excerpts(ids: list[str], traces: dict[str, Trace], section: PromptsSettings,
-                   about: list[str] | tuple[str, ...] = (),
-                   by_id: dict[str, str] | None = None) -> list[dict]:
+                   about: Sequence[str] | Mapping[str, str] = ()) -> list[dict]:
     """Every named trace as an excerpt: up to `max_prompt_traces` at `trace_chars` each; when more are needed, none is
     dropped — each is shortened so that the total stays within max_prompt_traces × trace_chars (a question whose
     evidence spans many traces loses detail per trace, never the trace carrying its newest evidence). A trace cut
-    short keeps the passages that carry the statements `about` (the item's evidence), not just its opening; with
-    `by_id` (evidence id → statement) each trace is cut around the statements it carries itself: a capable writer
-    was shown an email "carrying" an evidence whose excerpt, cut around another evidence, had none of it."""
+    short keeps the passages that carry the statements `about` (the item's evidence), not just its opening; given as
+    evidence id → statement (`statements_of`), each trace is cut around the statements it carries itself (all of
+    them when it carries none): a capable writer was shown an email "carrying" an evidence whose excerpt, cut
+    around another evidence, had none of it."""
     limit, chars = section.max_prompt_traces, section.trace_chars
     unique = list(dict.fromkeys(ids))
     if limit == 0 or not unique:
         return []
     each = chars if len(unique) <= limit else max(1, limit * chars // len(unique))
+    carried = isinstance(about, Mapping)
+    every = list(about.values()) if carried else list(about)
     out = []
     for trace_id in unique:
         trace = traces[trace_id]
-        own = [by_id[e] for e in trace.evidence_ids if e in by_id] if by_id else []
+        own = [about[e] for e in trace.evidence_ids if e in about] if carried else []
         out.append({"medium": trace.medium, "time": trace.time.isoformat(timespec="minutes"),
-                    "content": excerpt(trace.content, each, own or about)})
+                    "content": excerpt(trace.content, each, own or every)})
     return out
+
+
+def statements_of(refs: Iterable) -> dict[str, str]:
+    """Evidence references (anything with `evidence_id` and `statement`) as `trace_excerpts` reads them."""
+    return {ref.evidence_id: ref.statement for ref in refs}
 
 
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*\s*|\n+")

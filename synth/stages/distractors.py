@@ -26,7 +26,7 @@ from synth.records import (
     RefinementRound,
     Trace,
 )
-from synth.stages.common import RelatedTraces, answer_tokens, trace_excerpts
+from synth.stages.common import RelatedTraces, answer_tokens, statements_of, trace_excerpts
 from synth.stages.options import Seeder, SeedState, arrange_seeded, asked, render_feedback, ruled_in, seeds
 
 
@@ -160,7 +160,7 @@ def write_variables(qa: QA, persona: Persona, arcs: list[LifeArc], traces: dict[
         "answer": qa.answer, "unanswerable": not rules.answerable(qa.question_type),
         "cannot_determine": CANNOT_DETERMINE[language], "evidence": evidence,
         "traces": trace_excerpts([t for t in qa.digital_trace_ids if t in traces], traces, prompts,
-                                 [e.statement for e in qa.evidence], {e.evidence_id: e.statement for e in qa.evidence}),
+                                 statements_of(qa.evidence)),
         "target_chars": option_chars(qa, language), "feedback": feedback, "settled": qa.settled,
     }
 
@@ -179,8 +179,7 @@ def verify_variables(qa: QA, choices: list[Choice], correct: str, traces: dict[s
     return {"question": qa.question, "question_time": qa.question_time.isoformat(timespec="minutes"),
             "choices": [c.model_dump() for c in choices], "correct": correct,
             "unanswerable": not rules.answerable(qa.question_type), "evidence": evidence,
-            "traces": trace_excerpts(shown, traces, prompts, [e.statement for e in qa.evidence] or [qa.question],
-                                     {e.evidence_id: e.statement for e in qa.evidence}),
+            "traces": trace_excerpts(shown, traces, prompts, statements_of(qa.evidence) or [qa.question]),
             "style_of": qa.profile.member if qa.profile is not None else "", "settled": qa.settled}
 
 

@@ -13,7 +13,7 @@ from synth.core.jsonl import write_json_atomic
 from synth.engine.stage import Records, Stage, StageContext
 from synth.quality.validity import answerable
 from synth.records import MCQ, REVIEW_FILE, Evidence, Trace
-from synth.stages.common import RelatedTraces, first_seen, trace_excerpts
+from synth.stages.common import RelatedTraces, first_seen, statements_of, trace_excerpts
 from synth.stages.filter.checks import (  # noqa: F401  (re-exported: tests and review import them from here)
     centrality_problem,
     cross_type_duplicates,
@@ -97,8 +97,7 @@ def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace]
         "question_type": item.question_type, "question": item.question,
         "question_time": item.question_time.isoformat(timespec="minutes"), "answer": item.answer,
         "unanswerable": not answerable(item), "evidence": shown, "settled": item.settled,
-        "traces": trace_excerpts(ids, traces, prompts, [e.statement for e in item.evidence] or [item.question],
-                                 {e.evidence_id: e.statement for e in item.evidence}),
+        "traces": trace_excerpts(ids, traces, prompts, statements_of(item.evidence) or [item.question]),
     }
 
 
@@ -106,8 +105,7 @@ def single_trace_variables(item: MCQ, trace_id: str, traces: dict[str, Trace], p
     """The single-trace test sees the question, the options and ONE of the needed traces."""
     return {"question": item.question, "question_time": item.question_time.isoformat(timespec="minutes"),
             "choices": [c.model_dump() for c in item.choices],
-            "traces": trace_excerpts([trace_id], traces, prompts, [e.statement for e in item.evidence],
-                                     {e.evidence_id: e.statement for e in item.evidence})}
+            "traces": trace_excerpts([trace_id], traces, prompts, statements_of(item.evidence))}
 
 
 def single_trace_ids(item: MCQ, limit: int) -> list[str]:

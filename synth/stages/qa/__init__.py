@@ -26,7 +26,7 @@ from synth.life.windows import (
 from synth.llm.base import GenerationFailed
 from synth.quality.rules import strip_timestamps
 from synth.records import QA, EvidenceRef, LifeArc, Trace, mint_id
-from synth.stages.common import trace_excerpts
+from synth.stages.common import statements_of, trace_excerpts
 from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, gate, relied_on re-exported)
     DECIDED_LINES,
     FEWER_EVIDENCE,
@@ -40,6 +40,7 @@ from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, gate, r
     settled_facts,
     shared_plans,
     undated_outline,
+    visible,
 )
 from synth.stages.qa.standalone import standing, with_guesses
 
@@ -80,8 +81,7 @@ def write_model(max_answer_chars: int) -> type[BaseModel]:
 
 def visible_traces(item: SegmentEvidence, segment: Segment) -> list[str]:
     """The traces carrying `item` that exist by the segment's window end (at least the first one)."""
-    kept = [t for t, when in zip(item.trace_ids, item.trace_times, strict=True) if when.date() <= segment.window.end]
-    return kept or list(item.trace_ids[:1])
+    return [t for t, _ in visible(item, segment)]
 
 
 def _hour_of(when: dt.datetime) -> dt.datetime:
@@ -238,8 +238,8 @@ def write_variables(common: dict, arc: LifeArc, segment: Segment, plan: Plan, ne
         **segment_variables(common, arc, segment, plan.question_type),
         "evidence": evidence,
         # each trace cut around the passage that carries the chosen evidence, not from its start
-        "traces": trace_excerpts(trace_ids_of(needed), traces, prompts, [e["statement"] for e in evidence],
-                                 {e.evidence_id: e.statement for e in segment.evidence if e.evidence_id in needed}),
+        "traces": trace_excerpts(trace_ids_of(needed), traces, prompts,
+                                 statements_of(e for e in segment.evidence if e.evidence_id in needed)),
         "temporal_scope": plan.temporal_scope, "outline": plan.outline, "absent_topic": plan.absent_topic,
         "question_time": asked.isoformat(timespec="minutes"), "max_answer_chars": max_answer_chars, "guessed": [],
     }

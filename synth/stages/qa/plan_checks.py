@@ -254,10 +254,10 @@ def least_evidence(question_type: str) -> int:
     return min(spec.min_evidence, 2) if spec.answerable else 1
 
 
-def visible_times(item, segment: Segment) -> list[dt.datetime]:
-    """The times of the traces carrying `item` that exist by the segment's window end (at least the first one)."""
-    kept = [when for when in item.trace_times if when.date() <= segment.window.end]
-    return kept or list(item.trace_times[:1])
+def visible(item, segment: Segment) -> list[tuple[str, dt.datetime]]:
+    """The traces carrying `item` (id, time) that exist by the segment's window end (at least the first one)."""
+    pairs = list(zip(item.trace_ids, item.trace_times, strict=True))
+    return [(t, when) for t, when in pairs if when.date() <= segment.window.end] or pairs[:1]
 
 
 def gate(question_type: str, segment: Segment, chosen: list[int], min_span_days: int = 0) -> str:
@@ -274,7 +274,7 @@ def gate(question_type: str, segment: Segment, chosen: list[int], min_span_days:
     if len({e.time.date() for e in picked}) < spec.min_days:
         return f"{question_type} needs evidence from {spec.min_days} different days"
     if spec.spanning and min_span_days:
-        times = [when for e in picked for when in visible_times(e, segment)]
+        times = [when for e in picked for _, when in visible(e, segment)]
         if (max(times) - min(times)).days < min_span_days:
             return f"{question_type} needs evidence spanning at least {min_span_days} days"
     if spec.multi_point and len(picked) >= 2 and set.intersection(*(set(e.trace_ids) for e in picked)):
