@@ -367,6 +367,33 @@ def test_words_said_aloud_are_never_hinted_to_a_to_do_list():
     assert traces_stage.plan_variables({}, event, plain, 1, weights, 48, terse=terse)["suggested"] == ["todo_list"]
 
 
+def test_words_said_aloud_are_never_hinted_to_a_message_thread():
+    """A capable planner was hinted a message thread for words said face to face to his wife that evening, while the
+    rule says a thread never holds words said face to face: it retold them and noted the hint against the rule."""
+    from synth.config import conf, settings
+    from synth.records import Event, Evidence
+
+    section = settings.parse(conf.preset_config("small")).traces
+    typed, said = frozenset(section.typed_media), (tuple(section.said_words), tuple(section.typed_words))
+    assert {"message_thread", "wechat_chat"} <= typed
+    weights = {"message_thread": 1e9, "wechat_chat": 1e9, "diary": 1e-9}  # the seeded draw alone: a thread
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 7, 20), title="t",
+                  description="d", location="", participant_ids=["w"])
+
+    def hint(statement: str) -> list[str]:
+        evidence = [Evidence(id="v", persona_id="p", event_id="e", kind="fact", arc_ids=[], statement=statement)]
+        return traces_stage.plan_variables({}, event, evidence, 1, weights, 48, typed=typed, said=said)["suggested"]
+
+    assert hint('Over dinner he told Priya he had "done more than thirty slides" that day.') == ["diary"]
+    assert hint("晚饭时他当面跟妻子说，这周已经做了三十多页幻灯片。") == ["diary"]
+    # typed words may stand in a thread; evidence that says nothing of saying keeps the draw
+    assert hint('He texted Priya that he had "done more than thirty slides" that day.') != ["diary"]
+    assert hint("他发微信跟妻子说，这周已经做了三十多页幻灯片。") != ["diary"]
+    assert hint("He finished thirty slides for the pitch.") != ["diary"]
+    # a said word inside another word is not one ("aloudness" is not "aloud")
+    assert not traces_stage.said_aloud("The aloudness of the room", ("aloud",), ())
+
+
 def test_private_evidence_of_a_moment_alone_is_never_hinted_to_an_email():
     """A capable planner, hinted email for private evidence of a moment with no one else in it, invented a reply to
     a therapist's pre-appointment email that no event holds: there was no one to write it to."""

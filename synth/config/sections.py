@@ -121,6 +121,13 @@ class TracesSettings(Section):
                                          "such a persona's media mix has no work medium")
     terse_media: list[str] = knob("media of bare lines (a to-do, a calendar slot, a search): never hinted for "
                                   "evidence that quotes words said or written")
+    typed_media: list[str] = knob("media of typed conversation (a message thread, WeChat): never hinted for "
+                                  "evidence of words said aloud (`said_words`) unless it says they were typed "
+                                  "(`typed_words`): a thread may only retell them")
+    said_words: list[str] = knob("words by which an evidence says it holds words said aloud (\"said to\", "
+                                 "\"over dinner\", \"当面\")")
+    typed_words: list[str] = knob("words by which an evidence says its words were typed or written (\"texted\", "
+                                  "\"发消息\"): such words may stand in a thread")
     addressed_media: list[str] = knob("media written to someone (an email, a chat): never hinted for private "
                                       "evidence that names no one close to tell it to, or says it was kept from "
                                       "others")

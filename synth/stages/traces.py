@@ -151,11 +151,22 @@ def max_delay_hours(event: Event, persona: Persona, limit: int) -> int:
 QUOTED = re.compile(r"[“”\"「」『』]|(?<!\w)'[^'\n].{5,}?'(?!\w)")
 
 
+def said_aloud(statement: str, said_words: tuple[str, ...] | list[str], typed_words: tuple[str, ...] | list[str]) -> bool:
+    """Whether an evidence holds words said aloud: it names a way of saying (`said_words`: "over dinner", 当面) and
+    no way of typing or writing (`typed_words`: "texted", 发消息). English words match whole; Chinese anywhere."""
+    def holds(words) -> bool:
+        folded = statement.casefold()
+        return any(re.search(rf"(?<!\w){re.escape(w.casefold())}(?!\w)", folded) if w.isascii() else w in statement
+                   for w in words if w.strip())
+    return holds(said_words) and not holds(typed_words)
+
+
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],
                    max_delay: int, public: frozenset[str] = frozenset(), work: bool = True,
                    work_media: frozenset[str] = frozenset(), posted: dict[str, list[str]] | None = None,
                    short: dict[str, int] | None = None, terse: frozenset[str] = frozenset(),
-                   addressed: frozenset[str] = frozenset(), close: bool | None = None) -> dict:
+                   addressed: frozenset[str] = frozenset(), close: bool | None = None,
+                   typed: frozenset[str] = frozenset(), said: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())) -> dict:
     """The planner sees the persona's media with the mix as a target (percent), which of them are public, and a
     seeded hint; it chooses each medium from the evidence's privacy (marked) and the person's habits. `problems`
     (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`). The hint leaves out the
@@ -165,10 +176,14 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     no one else in it: there is no one to write it to (a capable planner, hinted email, invented a reply to a
     therapist's pre-appointment email that no event holds), nor with no one close to write it to (`close` false:
     the private evidence names no one close, or says it was kept from others — `confided`; None: anyone in the
-    moment counts)."""
+    moment counts). Nor the `typed` media (a message thread) for evidence of words said aloud (`said`: the said
+    and the typed words, `said_aloud`): a thread holds typed words and may only retell them (a capable planner,
+    hinted a thread for words said face to face at dinner, noted the hint against the rule)."""
     left_out = set(short or {}) if len(evidence) > count else set()
     if any(QUOTED.search(e.statement) for e in evidence):
         left_out |= terse
+    if any(said_aloud(e.statement, *said) for e in evidence):
+        left_out |= typed
     someone = bool(event.participant_ids) if close is None else close
     if not someone and any(e.private for e in evidence):
         left_out |= addressed
@@ -254,7 +269,8 @@ class TraceWriter(TraceWriting):
                                    frozenset(section.addressed_media),
                                    confided([e.statement for e in evidence if e.private], self.named,
                                             self.ctx.settings.chats.work_words, self.close_words,
-                                            section.concealed_words))
+                                            section.concealed_words),
+                                   frozenset(section.typed_media), (tuple(section.said_words), tuple(section.typed_words)))
         model = plan_answer(self.media, len(evidence), self.count, max_delay)
         tokens = answer_tokens(self.ctx, 200 * self.count)
         private = private_indices(evidence)
