@@ -257,7 +257,10 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
         assert prompt.count("Statement set:") == 1 and "correct" not in prompt.lower()
     assert sum(KEY_MARK in prompt for prompt in renders) == 2  # the key's set: one call of each round
     lo, hi = render.band(qa, 180)  # the preset's [distractors] option_chars for English
-    assert all(f"{lo}–{hi} characters" in prompt for prompt in renders)
+    assert all(f"{lo}–{hi} characters" in prompt for prompt in renders[:4])
+    # the reader named length: the second round's four share one band, around the first round's median length
+    bands = {re.search(r"(\d+)–(\d+) characters", prompt).groups() for prompt in renders[4:]}
+    assert len(bands) == 1 and bands != {(str(lo), str(hi))}
 
 
 def question_prompt(world: QAWorld, qa: QA, seeds_: list[OptionSeed]) -> str:
@@ -452,6 +455,33 @@ def test_a_reader_reason_reaches_the_renderer_as_kinds_of_cue_only():
     assert reader_cues("D is the longest and most detailed") == ["reader_length"]
     assert reader_cues("只有这个选项符合前提") == ["reader_premise"]
     assert reader_cues("no idea") == ["reader_other"]
+
+
+def test_a_round_lost_to_length_narrows_every_option_to_its_median_length():
+    """The key was the longest option in nearly half of a measured pass: within one wide band the true set, which
+    holds the most, is written at its top. After a round lost to length every renderer gets the same narrow band
+    around that round's median length — the same for all four, so nothing in it says which set is true."""
+    from synth.records import RefinementRound
+    from synth.stages.options import render_feedback
+
+    qa = item("causal", [8]).model_copy(update={"answer": "x" * 200})
+    assert render.band(qa, 180) == (135, 225)
+    texts = ["a" * 210, "b" * 150, "c" * 160, "d" * 170]  # the key at the top of the band
+    lost = render_feedback(RefinementRound(round=1, too_easy=True, reason="", validator_choice="", guard="key_longest"), texts)
+    assert lost["chars"] == 165
+    assert render.band_after(qa, 180, [lost]) == (148, 182)
+    seed = OptionSeed(role="distractor", statements=["He quit the choir."])
+    variables = render.render_variables(qa, None, seed, [lost], 180)
+    assert (variables["min_chars"], variables["max_chars"]) == (148, 182)
+    # a round lost to a reader that named length narrows too; one lost to anything else keeps the band
+    by_reader = render_feedback(RefinementRound(round=1, too_easy=True, reason="D is the longest", validator_choice="D"), texts)
+    assert by_reader["chars"] == 165
+    other = render_feedback(RefinementRound(round=2, too_easy=True, reason="only C fits the premise", validator_choice="C"), texts)
+    assert other["chars"] == 0 and render.band_after(qa, 180, [other]) == (135, 225)
+    # the latest length target stands; a median outside the band is clipped into it
+    assert render.band_after(qa, 180, [lost, other]) == (148, 182)
+    short = render_feedback(RefinementRound(round=1, too_easy=True, reason="", validator_choice="", guard="key_too_long"), ["x" * 60] * 4)
+    assert render.band_after(qa, 180, [short]) == (135, 225)  # nothing of the band left: the band stands
 
 
 def test_a_seed_that_shares_nothing_with_the_question_is_left_for_a_counter_seed():

@@ -305,7 +305,7 @@ class Refiner:
             history.append(verdict)
             if not verdict.too_easy:
                 break
-            feedback.append(render_feedback(verdict))
+            feedback.append(render_feedback(verdict, [c.text for c in choices[:4]]))
             if verdict.question_favours:  # the next round rewrites the question again, over its own sets
                 state.question = ""
             key = next(seed for seed in placed if seed.role == "key")

@@ -68,18 +68,20 @@ def asked(qa: QA, state: SeedState) -> QA:
     return qa.model_copy(update={"question": state.question})
 
 
-def render_feedback(verdict: RefinementRound) -> dict:
+def render_feedback(verdict: RefinementRound, texts: list[str] | tuple[str, ...] = ()) -> dict:
     """What the renderer is told about a failed round, blind to the key: the give-away kinds (worded by the
     template as advice for all four options) — the model-free guard's, and the kinds of cue the no-context reader
     named (`reader_cues`) — whether the question's wording favoured one option, whether an option strayed from its
-    statements. Never the reader's own words (they describe the option it picked, which is the key's content when
+    statements; after a round lost to length, the median length of its A–D `texts` (`chars`, the next round's
+    common target: `render.band_after`). Never the reader's own words (they describe the option it picked, which is the key's content when
     the pick was right), never which option was right, never whether the reader's pick was."""
     kinds = [k for k in verdict.guard.split(",") if k]
     if not verdict.guard and verdict.reason:
         kinds += reader_cues(verdict.reason)
     return {"round": verdict.round, "kinds": kinds, "reason": "",
             "favours": bool(verdict.question_favours),
-            "unfaithful": verdict.key_supported is False}
+            "unfaithful": verdict.key_supported is False,
+            "chars": render.length_target(kinds, list(texts))}
 
 
 # The kinds of cue a no-context reader names, recognised in its reason (en and zh) and passed on as a kind only.
@@ -199,7 +201,7 @@ class Seeder:
         the round (a replacement renders every set anew, the key's too, as a fresh draw)."""
         ordered = render.shuffled(qa, chosen, number)
         cap = self.ctx.section.option_chars[self.ctx.language]
-        lo, hi = render.band(qa, cap)
+        lo, hi = render.band_after(qa, cap, feedback)
         room = hi + 60 if self.ctx.language == "zh" else hi // 3 + 60
         rendered = await asyncio.gather(*(
             self.ctx.ask("distractors_render", "distractors_render.j2",

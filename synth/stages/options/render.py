@@ -14,6 +14,7 @@ from synth.quality.label_check import key_units
 from synth.records import QA, OptionSeed, Trace
 
 BAND = (0.75, 1.25)  # each option's length, as a share of the reference answer's (the prompt and the guard agree)
+NARROW = 0.1  # after a round lost to length, every option is asked for the last round's median length, this share either way
 COPY_MIN_CHARS = {"en": 40, "zh": 15}  # a sentence this long found verbatim in a trace is copied, not written
 
 
@@ -69,12 +70,38 @@ def band(qa: QA, cap: int) -> tuple[int, int]:
     return max(1, int(target * BAND[0])), max(2, int(round(target * BAND[1])))
 
 
+def band_after(qa: QA, cap: int, feedback: list[dict]) -> tuple[int, int]:
+    """The band of this round: `band`, narrowed to NARROW either way of the median length of the last round's four
+    options when a round was lost to length (its feedback carries `chars`, `length_target`). Every renderer gets the
+    same band, so it says nothing of which set is true; a wide band let the true set, which holds the most, be
+    written at its top (the key was the longest option in nearly half of a measured pass)."""
+    lo, hi = band(qa, cap)
+    chars = next((f["chars"] for f in reversed(feedback) if f.get("chars")), 0)
+    if not chars:
+        return lo, hi
+    narrow = max(lo, int(chars * (1 - NARROW))), min(hi, round(chars * (1 + NARROW)))
+    return narrow if narrow[0] < narrow[1] else (lo, hi)
+
+
+LENGTH_CUES = ("key_too_long", "key_longest", "reader_length")  # the kinds of a round lost to length
+
+
+def length_target(kinds: list[str], texts: list[str]) -> int:
+    """The median length of a round's A–D option texts when the round was lost to length (one of LENGTH_CUES), else
+    0: the next round's common target (`band_after`)."""
+    if not texts or not any(k in LENGTH_CUES for k in kinds):
+        return 0
+    lengths = sorted(len(t) for t in texts)
+    middle = len(lengths) // 2
+    return lengths[middle] if len(lengths) % 2 else (lengths[middle - 1] + lengths[middle]) // 2
+
+
 def render_variables(qa: QA, persona, seed: OptionSeed, feedback: list[dict], cap: int) -> dict:
     """One renderer prompt: the person, the question and one seed's statements — nothing about whether it is true,
     whether it came from the records or was written, what the other sets say, or what the reference answer says.
     One call per set: a renderer writing all four to one question recombined what the sets share, and capable
     readers picked the key as the rendered answers' hub ("studio with B, counsellor with D")."""
-    lo, hi = band(qa, cap)
+    lo, hi = band_after(qa, cap, feedback)
     # no arcs: their anchor states tell which answer fits where the life is going, so a renderer that saw them
     # could write the true set as the one that fits (a writer noted an option ruled out by an arc's direction)
     return {"persona": persona, "arcs": [], "question_type": qa.question_type,
