@@ -840,6 +840,15 @@ def test_a_question_asks_one_matter_in_at_most_two_parts():
                                                       persona=values.pop("persona"), **{**values, **extra}))
 
     assert "Ask about one matter, in at most two parts" in body("en") and "问一件事，最多分两问" in body("zh")
+    # the planner's outline keeps to the same rule: a capable writer was handed an outline asking three things
+    def plan_body(language: str) -> str:
+        values = zh_case._qa("qa_plan.j2", "causal")
+        return "\n".join(m["content"] for m in render("qa_plan.j2", language=language, persona=values.pop("persona"),
+                                                       **values))
+
+    plan = {language: plan_body(language) for language in ("en", "zh")}
+    assert "The outline's question asks about one matter, in at most two parts" in plan["en"]
+    assert "提纲里的问题问一件事，最多分两问" in plan["zh"]
     guessed = [{"question": "q", "answer": "a", "reason": "r"}]
     assert "not several at once" in body("en", guessed=guessed)
     assert "不要一次问好几处" in body("zh", guessed=guessed)
