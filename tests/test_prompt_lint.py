@@ -156,6 +156,13 @@ def test_each_reached_state_gets_its_own_event():
     assert "Each of the 1 state marked" in lone
 
 
+def test_an_event_past_midnight_is_asked_on_the_next_day():
+    """A capable writer stamped an event "2 月 18 日夜里十二点多" as day 18, hour 0 — the night before — and every
+    later prompt carried the day's error (a "next morning" evidence a day off its event)."""
+    assert "past midnight is the next day" in text("events_generate.j2", "en", count=1)
+    assert "过了午夜就算第二天" in text("events_generate.j2", "zh", count=1)
+
+
 def test_a_location_is_asked_by_a_listed_name_only_when_places_are_listed():
     assert "a regular place listed above" not in text("events_generate.j2", "en", introduced=[])
     place = {"kind": "place", "name": "Ward 7", "relation": "ward", "description": "her ward"}
