@@ -156,6 +156,17 @@ def test_each_reached_state_gets_its_own_event():
     assert "Each of the 1 state marked" in lone
 
 
+@pytest.mark.parametrize("name", ["phases_generate.j2", "events_generate.j2"])
+def test_an_arc_after_a_reached_state_starts_on_its_own_line(name):
+    """A capable writer read "…夸人.- "第二条" now: …": the line of a state reached in the phase lost its line break,
+    so the next arc ran on after it."""
+    arc = zh_case.MOVES[0]
+    moves = [arc, {**arc, "arc": "second-arc"}]
+    for language in ("en", "zh"):
+        body = text(name, language, moves=moves)
+        assert re.search(r"\n- (「|\")second-arc", body), body[body.find("second-arc") - 80:][:120]
+
+
 def test_an_event_past_midnight_is_asked_on_the_next_day():
     """A capable writer stamped an event "2 月 18 日夜里十二点多" as day 18, hour 0 — the night before — and every
     later prompt carried the day's error (a "next morning" evidence a day off its event)."""
