@@ -721,6 +721,11 @@ def test_a_medium_hint_follows_a_post_the_evidence_names_and_the_mix_follows_the
                                                           "words into her diary that night."})]
     assert traces_stage.plan_variables({}, event, copied, 1, mailed, 48, posted=section.posted)["suggested"] == \
         ["diary"]
+    # the evidence names itself a diary entry by the person's name (a planner was hinted email for it)
+    entry = [logged[0].model_copy(update={"statement": "Cormac Duffy's diary entry of 10 January began as a rant "
+                                                         "about the rent letter."})]
+    assert traces_stage.plan_variables({}, event, entry, 1, mailed, 48, posted=section.posted)["suggested"] == \
+        ["diary"]
     unsaid = [logged[0].model_copy(update={"statement": "He didn't check his pulse once all evening."})]
     assert traces_stage.plan_variables({}, event, unsaid, 1, mailed, 48, posted=section.posted)["suggested"] == \
         ["email"]
