@@ -167,6 +167,12 @@ def test_an_arc_after_a_reached_state_starts_on_its_own_line(name):
         assert re.search(r"\n- (「|\")second-arc", body), body[body.find("second-arc") - 80:][:120]
 
 
+def test_a_place_of_one_visit_is_said_in_a_few_words():
+    """A capable writer, given one hospital by name, read a transfer for an angiogram as a place it may not name."""
+    assert "A place visited once or twice needs no entry: say it in a few words" in text("phases_generate.j2", "en")
+    assert "只去一两次的地方不用登记，用几个字说清楚" in text("phases_generate.j2", "zh")
+
+
 def test_an_event_past_midnight_is_asked_on_the_next_day():
     """A capable writer stamped an event "2 月 18 日夜里十二点多" as day 18, hour 0 — the night before — and every
     later prompt carried the day's error (a "next morning" evidence a day off its event)."""
