@@ -173,6 +173,13 @@ def test_a_place_of_one_visit_is_said_in_a_few_words():
     assert "只去一两次的地方不用登记，用几个字说清楚" in text("phases_generate.j2", "zh")
 
 
+def test_an_evidence_never_sets_the_length_of_its_trace():
+    """An evidence asked for "a four-screen message" that its message thread (40–200 words) could not hold: two length
+    rules for one text. The medium's band is the only one."""
+    assert "never how long a message or an entry was" in text("events_generate.j2", "en", count=1)
+    assert "不写一条消息或一篇记录有多长" in text("events_generate.j2", "zh", count=1)
+
+
 def test_an_event_past_midnight_is_asked_on_the_next_day():
     """A capable writer stamped an event "2 月 18 日夜里十二点多" as day 18, hour 0 — the night before — and every
     later prompt carried the day's error (a "next morning" evidence a day off its event)."""
