@@ -831,6 +831,26 @@ def test_a_counter_seed_prompt_without_examples_says_the_form_instead_of_an_empt
         m["content"] for m in render("distractors_seeds.j2", language="en", **chosen))
     assert "有的未必回答得了这个问题——你写的每组都要能回答" in "\n".join(
         m["content"] for m in render("distractors_seeds.j2", language="zh", **chosen))
+    # the chosen sets include sets written for the question before: a capable writer read "real stretches" as false
+    for language in ("en", "zh"):
+        shown = "\n".join(m["content"] for m in render("distractors_seeds.j2", language=language, **chosen))
+        assert "real stretches" not in shown and "真实片段" not in shown
+        assert "written for this question before" in shown or "之前为这个问题写的陈述组" in shown
+
+
+def test_render_feedback_keeps_to_the_rules_it_follows():
+    """A capable renderer met "one point, one detail" in a failed round's feedback against the rule that a habit
+    question gets two instances, and a narrower band after "one option was longer" without being told why."""
+    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_render.j2", "pattern")}
+    feedback = [{"round": 1, "kinds": ["key_longest", "reader_length", "reader_other"], "reason": "", "favours": False,
+                 "unfaithful": False}]
+    for language, same, two in (("en", "every option of this round is asked for the same length",
+                                 "two instances, or the before and after, when the question asks for more than one"),
+                                ("zh", "这一轮每个选项都按同样的字数写", "问的不止一件时，两个例子或前后两种状态")):
+        shown = "\n".join(m["content"] for m in render("distractors_render.j2", language=language,
+                                                         **{**case, "feedback": feedback}))
+        assert same in shown and shown.count(two) == 2  # both reader kinds keep the rule for more than one
+        assert "one point, one detail" not in shown and "只说一个要点、一个细节" not in shown
 
 
 def test_options_carry_no_quip_and_a_counter_seed_prompt_without_examples_has_no_as_many():
