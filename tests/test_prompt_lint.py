@@ -838,6 +838,16 @@ def test_a_counter_seed_prompt_without_examples_says_the_form_instead_of_an_empt
         assert "written for this question before" in shown or "之前为这个问题写的陈述组" in shown
 
 
+def test_an_option_may_give_the_deadline_a_question_asks_for():
+    """A capable renderer met "no date unless the question asks when" for "what did they ask of you?" when one
+    requirement was the deadline itself, and wrote "the deadline" without it."""
+    case = {"persona": zh_case.PERSONA, **zh_case._qa("distractors_render.j2", "factual")}
+    shown = {language: "\n".join(m["content"] for m in render("distractors_render.j2", language=language, **case))
+             for language in ("en", "zh")}
+    assert "or what it asks for is itself a deadline or a schedule" in shown["en"]
+    assert "或者问到的东西本身就是一个期限或日程" in shown["zh"]
+
+
 def test_render_feedback_keeps_to_the_rules_it_follows():
     """A capable renderer met "one point, one detail" in a failed round's feedback against the rule that a habit
     question gets two instances, and a narrower band after "one option was longer" without being told why."""
