@@ -125,19 +125,24 @@ def work_moment(event, people: dict[str, str], work_words: list[str] | tuple[str
             and not any(h.get("date") == day for h in holidays))
 
 
+def mentions(text: str, words: Iterable[str]) -> bool:
+    """Whether `text` holds one of `words`, case aside: English words whole, Chinese ones anywhere."""
+    folded = text.casefold()
+    return any(re.search(rf"(?<!\w){re.escape(word.casefold())}(?!\w)", folded) if word.isascii()
+               else word.casefold() in folded for word in words if word.strip())
+
+
 def names_close(text: str, people: dict[str, str], work_words: list[str] | tuple[str, ...],
                 close_words: list[str] | tuple[str, ...]) -> bool:
     """Whether `text` names someone close: a person of `people` (name → relation) whose relation is a close one
     (it holds one of `close_words`: family, a friend, a partner) and not a work one, as the registry recognises a
     name in a text (`name_keys`), or a close word itself ("her sister", "我妈"). English words match whole; Chinese
     ones anywhere."""
-    folded = text.casefold()
     close = [name for name, relation in people.items()
              if relation_holds(relation, close_words) and not relation_holds(relation, work_words)]
     keys = [key for name in close for key in name_keys(name)]
     keys += [word for word in close_words if not relation_holds(word, work_words)]
-    return any(re.search(rf"(?<!\w){re.escape(key.casefold())}(?!\w)", folded) if key.isascii()
-               else key.casefold() in folded for key in keys if key.strip())
+    return mentions(text, keys)
 
 
 def confided(statements: list[str], people: dict[str, str], work_words: list[str] | tuple[str, ...],

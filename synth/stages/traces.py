@@ -25,6 +25,7 @@ from synth.stages.common import (  # noqa: F401  (re-exported)
     media_hint,
     media_weights,
     medium_band,
+    mentions,
     short_media,
     state_map,
     suggest_media,
@@ -154,11 +155,7 @@ QUOTED = re.compile(r"[“”\"「」『』]|(?<!\w)'[^'\n].{5,}?'(?!\w)")
 def said_aloud(statement: str, said_words: tuple[str, ...] | list[str], typed_words: tuple[str, ...] | list[str]) -> bool:
     """Whether an evidence holds words said aloud: it names a way of saying (`said_words`: "over dinner", 当面) and
     no way of typing or writing (`typed_words`: "texted", 发消息). English words match whole; Chinese anywhere."""
-    def holds(words) -> bool:
-        folded = statement.casefold()
-        return any(re.search(rf"(?<!\w){re.escape(w.casefold())}(?!\w)", folded) if w.isascii() else w in statement
-                   for w in words if w.strip())
-    return holds(said_words) and not holds(typed_words)
+    return mentions(statement, said_words) and not mentions(statement, typed_words)
 
 
 def plan_variables(context: dict, event: Event, evidence: list[Evidence], count: int, weights: dict[str, float],

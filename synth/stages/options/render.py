@@ -5,6 +5,7 @@ their seeds."""
 from __future__ import annotations
 
 import re
+import statistics
 from functools import lru_cache
 
 from pydantic import BaseModel, Field, create_model
@@ -91,9 +92,7 @@ def length_target(kinds: list[str], texts: list[str]) -> int:
     0: the next round's common target (`band_after`)."""
     if not texts or not any(k in LENGTH_CUES for k in kinds):
         return 0
-    lengths = sorted(len(t) for t in texts)
-    middle = len(lengths) // 2
-    return lengths[middle] if len(lengths) % 2 else (lengths[middle - 1] + lengths[middle]) // 2
+    return int(statistics.median(len(t) for t in texts))
 
 
 def render_variables(qa: QA, persona, seed: OptionSeed, feedback: list[dict], cap: int) -> dict:
