@@ -136,8 +136,7 @@ def names_close(text: str, people: dict[str, str], work_words: list[str] | tuple
                 close_words: list[str] | tuple[str, ...]) -> bool:
     """Whether `text` names someone close: a person of `people` (name → relation) whose relation is a close one
     (it holds one of `close_words`: family, a friend, a partner) and not a work one, as the registry recognises a
-    name in a text (`name_keys`), or a close word itself ("her sister", "我妈"). English words match whole; Chinese
-    ones anywhere."""
+    name in a text (`name_keys`), or a close word itself ("her sister", "我妈"), found as `mentions` finds words."""
     close = [name for name, relation in people.items()
              if relation_holds(relation, close_words) and not relation_holds(relation, work_words)]
     keys = [key for name in close for key in name_keys(name)]
