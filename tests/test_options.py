@@ -263,6 +263,36 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
     assert len(bands) == 1 and bands != {(str(lo), str(hi))}
 
 
+def distractor_sets(provider: ByRule) -> list[set[str]]:
+    """Per round, the statement sets rendered for options other than the key (the key's set carries KEY_MARK)."""
+    rounds: list[set[str]] = []
+    for prompt in prompts_of(provider, "distractors_render"):
+        body = re.search(r"Statement set:\n((?:- .*\n)+)", prompt).group(1)
+        number = int(rendering_round(prompt))
+        while len(rounds) < number:
+            rounds.append(set())
+        if KEY_MARK not in body:
+            rounds[number - 1].add(body)
+    return rounds
+
+
+@pytest.mark.parametrize("redraw", [True, False])
+def test_a_round_whose_reader_found_the_key_draws_new_distractor_seeds(tmp_path, redraw):
+    """The reader picks the key from how the life's sets fit the question, which a re-rendering of the same four
+    keeps: the next round renders other sets of the life (or counter-seeds) in place of the lost round's three."""
+    provider = ByRule(key_picks=1)
+    world = QAWorld(tmp_path / "out", model=provider.model())
+    world.config["distractors"]["redraw"] = redraw
+    hand_qa(world)
+    world.run("distractors")
+    first, second = distractor_sets(provider)
+    assert len(first) == 3 and len(second) == 3
+    if redraw:
+        assert not first & second
+    else:
+        assert first == second
+
+
 def question_prompt(world: QAWorld, qa: QA, seeds_: list[OptionSeed]) -> str:
     from synth.config.prompts import render_text
     from synth.records import Persona

@@ -293,6 +293,9 @@ class DistractorsSettings(Section):
     neutral_question: bool = knob("before options are rendered from seeds, one call rewrites the question, blind to "
                                   "the key, so that each of the four sets answers it equally well (a question written "
                                   "from the key fits only the key); the rewrite is asked in both formats")
+    redraw: bool = knob("after a round whose no-context validator picked the key, the next round draws new "
+                        "distractor seeds (those of the lost round left out) instead of re-rendering the same four: "
+                        "what the reader found was the fit of the life's sets to the question, not their wording")
     option_chars: dict[Language, int] = knob("per language: an option rendered from seeds is asked for 75-125% of "
                                              "the reference answer's length, that length taken at most this long "
                                              "(one point per option, not the records' list)")

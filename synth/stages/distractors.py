@@ -290,8 +290,8 @@ class Refiner:
 
     async def refine_seeded(self, qa: QA) -> Records:
         """Options from this life, rendered blind to the key: each round chooses the seeds (without those a judge
-        found also true), renders all four afresh (the key's text is never kept from a failed round) and judges
-        them as any arrangement. The free-text answer stays the QA writer's; the key is the true seed's rendering."""
+        found also true, and all three after a round whose validator found the key: `[distractors] redraw`), renders
+        all four afresh (the key's text is never kept from a failed round) and judges them as any arrangement. The free-text answer stays the QA writer's; the key is the true seed's rendering."""
         history: list[RefinementRound] = []
         feedback: list[dict] = []
         state = SeedState()
@@ -311,6 +311,10 @@ class Refiner:
             key = next(seed for seed in placed if seed.role == "key")
             for seed in ruled_in(verdict, placed, state):
                 state.drop(seed, key)
+            if verdict.blind_correct and self.section.redraw:  # the reader found the key among these sets: new ones
+                for seed in placed:
+                    if seed.role == "distractor":
+                        state.drop(seed, key)
         final = asked(qa, state)
         if final is not qa:  # the key-blind rewrite stands for both formats; the QA writer's question is kept
             final = final.model_copy(update={"question_written": qa.question})
