@@ -42,6 +42,24 @@ def test_the_evidence_an_outline_relies_on_is_selected():
     assert qa.build_plan(answer, "factual", seg).evidence == [1, 2]
 
 
+def test_a_later_statement_recapping_the_chosen_ones_is_not_pulled_in():
+    """A capable planner chose April's three steps; a May statement recapping them (in words of theirs, not the
+    outline's) was added, and the question moved past the time the planner chose."""
+    day = dt.datetime(2022, 4, 4, 20)
+    seg = segment(item(1, "Margaret caught Ingrid as she slipped on the wet bathroom floor.", day),
+                  item(2, "Michelle said Ingrid's support would rise and suggested long-term care homes.", day),
+                  item(3, "Margaret and Daniel agreed to put Ingrid on the long-term care waiting list.", day),
+                  item(4, "Margaret told Anna she had kept Ingrid's bathroom slip and the long-term care waiting "
+                          "list quiet.", day))
+    outline = ("How the arrangements evolved: Margaret caught Ingrid as she slipped on the bathroom floor; Michelle "
+               "said Ingrid's support would rise and suggested long-term care homes; Margaret and Daniel agreed "
+               "to put Ingrid on the long-term care waiting list.")
+    assert relied_on(outline, seg, [1, 2, 3]) == [1, 2, 3]
+    # what the fourth adds (Anna, keeping it quiet) does reach an outline that tells it
+    assert relied_on(outline + " She told Anna she had kept it quiet.", seg,
+                     [1, 2, 3]) == [1, 2, 3, 4]
+
+
 def test_an_outline_may_name_a_date_its_evidence_states_however_worded():
     """A capable model's outlines were refused for "since August" / "Sunday" that the selected evidence itself
     states: the date word is compared without its context word, and the evidence's traces and days count."""

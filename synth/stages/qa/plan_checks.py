@@ -68,11 +68,15 @@ def clipped(text: str, limit: int) -> str:
 
 def relied_on(outline: str, segment: Segment, chosen: Sequence[int]) -> list[int]:
     """`chosen` (1-based indices, in range) plus every evidence of the segment whose statement the outline repeats:
-    a plan naming a statement it did not select (the key line of a causal chain) would leave the writer without it."""
+    a plan naming a statement it did not select (the key line of a causal chain) would leave the writer without it.
+    Only what a statement adds to the chosen ones counts: a later statement recapping them ("admitted to Anna she
+    had not told Nora about the bathroom near-fall or the waiting list") shares their words, not the outline's, and
+    pulling it in moved a capable planner's question three weeks past the time it had chosen."""
     words = key_units(outline)
     picked = {n for n in chosen if 0 < n <= len(segment.evidence)}
+    known = set().union(*(key_units(segment.evidence[n - 1].statement) for n in picked))
     extra = {n for n, item in enumerate(segment.evidence, 1) if n not in picked
-             and (wanted := key_units(item.statement)) and len(wanted & words) / len(wanted) >= RELIES}
+             and (wanted := key_units(item.statement) - known) and len(wanted & words) / len(wanted) >= RELIES}
     return sorted(picked | extra)
 
 
