@@ -199,7 +199,7 @@ def _qa(name: str, question_type: str) -> dict | None:
                        "planned": [{"question_type": "comparison", "outline": "周会前后的对比。",
                                     "evidence": [1], "elsewhere": 1}],
                        "settled": ["2023-02-06 周会: 她宣布新的排班表从下个月开始。"],
-                       "multi_point": True, "span_days": 14},
+                       "multi_point": True, "span_days": 14, "least_evidence": 2},
         "qa_duration.j2": {**common, "arc": ARC_RECORDS[0], "question_time": "2023-02-08T20:00", "days": 5,
                            "convention": "calendar_days_between",
                            "moments": [{"statement": "周会上她让每个人先说自己的困难。", "traces": TRACES[:1]}] * 2},

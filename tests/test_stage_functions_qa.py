@@ -581,6 +581,29 @@ def test_a_comparison_plan_over_too_short_a_span_is_gated_and_its_planner_told_t
         assert rule not in "\n".join(m["content"] for m in render("qa_plan.j2", language=language, **factual))
 
 
+def test_the_planner_prompt_asks_for_as_many_evidence_as_its_schema(tmp_path):
+    """A capable planner judged a comparison infeasible and chose one evidence, as the prompt's "at least one" and
+    "give any valid value" allowed; the schema refused fewer than two."""
+    from qa_world import build_persona_dir
+
+    from synth.config.prompts import render
+    from synth.core.jsonl import read_records
+    from synth.records import LifeArc
+    directory = build_persona_dir(tmp_path)
+    person = read_records(directory / "persona.jsonl", Persona)[0]
+    arc = read_records(directory / "arcs.jsonl", LifeArc)[0]
+    window = Window(index=0, start=dt.date(2022, 3, 1), end=dt.date(2022, 3, 31))
+    segment = Segment(arc_id="arc1", window=window, new_ids=frozenset(),
+                      evidence=(_carried(1, 2, ("t1",)), _carried(2, 4, ("t2",)), _carried(3, 20, ("t3",))))
+    for question_type in ("comparison", "factual"):
+        least = qa.plan_model(3, 5, qa.least_evidence(question_type)).model_json_schema()["properties"]["evidence"]
+        variables = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, segment, question_type, {}, 5)
+        for language, said in (("en", "(at least {}; only"), ("zh", "（至少 {} 个，")):
+            prompt = "\n".join(m["content"] for m in render("qa_plan.j2", language=language, **variables))
+            assert said.format(least["minItems"]) in prompt, (question_type, language)
+    assert qa.least_evidence("comparison") == 2
+
+
 def test_a_private_evidence_is_marked_and_the_friend_may_not_presuppose_it(tmp_path):
     """A capable writer had to anchor a friend's question on a diary-private line the arc said she told no one."""
     import dataclasses

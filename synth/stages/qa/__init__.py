@@ -161,7 +161,9 @@ def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: 
             "planned": shared_plans(planned, segment, planned_tokens),
             "settled": list(settled) if question_type == "unanswerable" else [],
             # the span the filter holds a comparison or trajectory to, told to its planner (0: none)
-            "span_days": min_span_days if question_types.spanning(question_type) else 0}
+            "span_days": min_span_days if question_types.spanning(question_type) else 0,
+            # the schema's least selection, said in the prompt (an infeasible plan's too)
+            "least_evidence": least_evidence(question_type)}
 
 
 def planned_outline(plan: Plan, segment: Segment) -> dict:
