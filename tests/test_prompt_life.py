@@ -286,8 +286,9 @@ def test_ordinary_days_are_the_persons_usual_weeks_not_work_weeks(language):
     view = (en_case if language == "en" else zh_case).EVENT_VIEW
     body = text("phases_generate.j2", language, event={**view, "kind": "everyday"})
     assert ("Weeks of their usual routine (work, classes or home)" if language == "en"
-            else "按此人平常作息过的一周（上班、上课或在家）") in body
-    assert "Work weeks" not in body and "上班的一周" not in body
+            else "按此人平常作息过的这些日子（上班、上课或在家）") in body
+    # the stretch is weeks long (a capable writer met "过的一周" for a 30-day stretch)
+    assert "Work weeks" not in body and "一周" not in body
 
 
 def test_the_chinese_language_rule_names_the_seed_id_it_does_not_cover():

@@ -180,6 +180,23 @@ def test_an_evidence_never_sets_the_length_of_its_trace():
     assert "不写一条消息或一篇记录有多长" in text("events_generate.j2", "zh", count=1)
 
 
+def test_an_event_never_sets_the_length_of_what_the_person_wrote():
+    """An event said the diary held "only one line" ("日记本上只潦草地写了一行") while its diary trace had to be
+    102–374 characters: the event's description, like its evidence, leaves length to the medium."""
+    assert 'never how long something the person wrote was, such as "only one line"' in text(
+        "events_generate.j2", "en", count=1)
+    assert "不写此人写下的东西有多长" in text("events_generate.j2", "zh", count=1)
+
+
+def test_the_medium_hint_is_its_own_sentence_after_privacy():
+    """"不必每个事件都照顾到（参考：微博）": a medium name in brackets after the rule on shares read as a riddle."""
+    for language, said, old in (("en", "Media to consider (a suggestion; the evidence's privacy comes first): diary",
+                                 "(a hint:"),
+                                ("zh", "可以考虑的媒介（只是建议，证据的私密程度优先）：", "（参考：")):
+        body = text("traces_plan.j2", language, suggested=["diary"])
+        assert said in body and old not in body, language
+
+
 def test_an_event_past_midnight_is_asked_on_the_next_day():
     """A capable writer stamped an event "2 月 18 日夜里十二点多" as day 18, hour 0 — the night before — and every
     later prompt carried the day's error (a "next morning" evidence a day off its event)."""
