@@ -160,10 +160,8 @@ def plan_variables(common: dict, arc: LifeArc, segment: Segment, question_type: 
             "max_delay_days": max_delay_days, "hours": HOURS,
             "planned": shared_plans(planned, segment, planned_tokens),
             "settled": list(settled) if question_type == "unanswerable" else [],
-            # the span the filter holds a comparison or trajectory to, told to its planner (0: none)
-            "span_days": min_span_days if question_types.spanning(question_type) else 0,
-            # the schema's least selection, said in the prompt (an infeasible plan's too)
-            "least_evidence": least_evidence(question_type)}
+            "span_days": min_span_days if question_types.spanning(question_type) else 0,  # the filter's span (0: none)
+            "least_evidence": least_evidence(question_type)}  # the schema's least selection
 
 
 def planned_outline(plan: Plan, segment: Segment) -> dict:
