@@ -554,12 +554,10 @@ def test_a_multi_point_plan_whose_evidence_one_record_carries_is_gated_and_the_p
                                                                                 **factual))
 
 
-def test_a_comparison_plan_over_too_short_a_span_is_gated_and_its_planner_told_the_span(tmp_path):
-    """A Chinese comparison over two days went through its options and judges (some 30 calls) only for the filter
-    to reject it (multi_point_span): the planner is told the span and a shorter plan is infeasible at once."""
+def _march_planner(tmp_path):
+    """A persona, its first arc and a March segment of three evidence on days 2, 4 and 20, one record each."""
     from qa_world import build_persona_dir
 
-    from synth.config.prompts import render
     from synth.core.jsonl import read_records
     from synth.records import LifeArc
     directory = build_persona_dir(tmp_path)
@@ -568,6 +566,14 @@ def test_a_comparison_plan_over_too_short_a_span_is_gated_and_its_planner_told_t
     window = Window(index=0, start=dt.date(2022, 3, 1), end=dt.date(2022, 3, 31))
     segment = Segment(arc_id="arc1", window=window, new_ids=frozenset(),
                       evidence=(_carried(1, 2, ("t1",)), _carried(2, 4, ("t2",)), _carried(3, 20, ("t3",))))
+    return person, arc, segment
+
+
+def test_a_comparison_plan_over_too_short_a_span_is_gated_and_its_planner_told_the_span(tmp_path):
+    """A Chinese comparison over two days went through its options and judges (some 30 calls) only for the filter
+    to reject it (multi_point_span): the planner is told the span and a shorter plan is infeasible at once."""
+    from synth.config.prompts import render
+    person, arc, segment = _march_planner(tmp_path)
     assert qa.gate("comparison", segment, [1, 2], 14) == "comparison needs evidence spanning at least 14 days"
     assert qa.gate("comparison", segment, [1, 3], 14) == ""
     assert qa.gate("comparison", segment, [1, 2], 0) == ""  # no span asked
@@ -584,17 +590,8 @@ def test_a_comparison_plan_over_too_short_a_span_is_gated_and_its_planner_told_t
 def test_the_planner_prompt_asks_for_as_many_evidence_as_its_schema(tmp_path):
     """A capable planner judged a comparison infeasible and chose one evidence, as the prompt's "at least one" and
     "give any valid value" allowed; the schema refused fewer than two."""
-    from qa_world import build_persona_dir
-
     from synth.config.prompts import render
-    from synth.core.jsonl import read_records
-    from synth.records import LifeArc
-    directory = build_persona_dir(tmp_path)
-    person = read_records(directory / "persona.jsonl", Persona)[0]
-    arc = read_records(directory / "arcs.jsonl", LifeArc)[0]
-    window = Window(index=0, start=dt.date(2022, 3, 1), end=dt.date(2022, 3, 31))
-    segment = Segment(arc_id="arc1", window=window, new_ids=frozenset(),
-                      evidence=(_carried(1, 2, ("t1",)), _carried(2, 4, ("t2",)), _carried(3, 20, ("t3",))))
+    person, arc, segment = _march_planner(tmp_path)
     for question_type in ("comparison", "factual"):
         least = qa.plan_model(3, 5, qa.least_evidence(question_type)).model_json_schema()["properties"]["evidence"]
         variables = qa.plan_variables({"persona": person, "arcs": [arc]}, arc, segment, question_type, {}, 5)
