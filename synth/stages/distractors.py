@@ -291,7 +291,8 @@ class Refiner:
     async def refine_seeded(self, qa: QA) -> Records:
         """Options from this life, rendered blind to the key: each round chooses the seeds (without those a judge
         found also true, and all three after a round whose validator found the key: `[distractors] redraw`), renders
-        all four afresh (the key's text is never kept from a failed round) and judges them as any arrangement. The free-text answer stays the QA writer's; the key is the true seed's rendering."""
+        all four afresh (the key's text is never kept from a failed round) and judges them as any arrangement. The
+        free-text answer stays the QA writer's; the key is the true seed's rendering."""
         history: list[RefinementRound] = []
         feedback: list[dict] = []
         state = SeedState()
