@@ -96,6 +96,37 @@ def test_a_life_too_thin_gives_fewer_seeds_and_excluded_evidence_is_not_chosen_a
     assert not {"v0", "v2"} & {i for s in found for i in s.evidence_ids}
 
 
+def strand(name: str, text: str, *people: str) -> tuple[OptionSeed, frozenset[str]]:
+    return OptionSeed(role="distractor", statements=[text], evidence_ids=[name]), frozenset(people)
+
+
+def test_the_three_seeds_chosen_leave_the_key_no_more_central_than_another():
+    """Each seed in the type's order shares one strand with the key (a person, a place), so the first three meet
+    at the key: chosen among more, the three share with one another as much as with the key."""
+    key = OptionSeed(role="key", statements=["Lunch at the harbour cafe with Ana, then Ben drove me home"],
+                     evidence_ids=["k"])
+    pairs = [strand("d1", "Ana showed me the harbour in the rain", "ana"),
+             strand("d2", "Ben drove to the garage about the brakes", "ben"),
+             strand("d3", "The cafe had closed for the holidays", "cleo"),
+             strand("d4", "Dev and Ana argued about the garage rent", "dev", "ana"),
+             strand("d5", "Dev booked the garage for the rent talk with Ana", "dev", "ana"),
+             strand("d6", "Ana and Dev split the rent for the garage", "dev", "ana")]
+    found = [seed for seed, _ in pairs]
+    people = {seed.evidence_ids[0]: folk for seed, folk in pairs} | {"k": frozenset({"ana", "ben"})}
+
+    def of(seed: OptionSeed) -> frozenset[str]:
+        return people[seed.evidence_ids[0]]
+
+    first = found[:3]
+    assert all(lead > 0 for lead in seeds.key_leads(key, first, of))  # in order, the key is the centroid
+    chosen = seeds.balanced(key, found, of)
+    assert len(chosen) == 3 and all(seed in found for seed in chosen)
+    assert all(lead <= 0 for lead in seeds.key_leads(key, chosen, of))
+    # sets that already leave the key off-centre keep the type's order; fewer than four candidates are kept as given
+    assert seeds.balanced(key, found[3:], of) == found[3:]
+    assert seeds.balanced(key, first, of) == first
+
+
 def test_the_per_type_table_in_the_docs_is_the_code_table():
     text = DOCS.read_text(encoding="utf-8")
     for question_type, rule in seeds.SEED_RULES.items():
@@ -291,6 +322,43 @@ def test_a_round_whose_reader_found_the_key_draws_new_distractor_seeds(tmp_path,
         assert not first & second
     else:
         assert first == second
+
+
+@pytest.mark.parametrize("balance", [True, False])
+def test_the_stage_chooses_its_three_seeds_among_more_to_leave_the_key_off_centre(tmp_path, monkeypatch, balance):
+    """With `[distractors] balance` the stage hands `seeds.balanced` more candidates than three and renders the
+    three it returns (here, the last three it was given); without, the first three in the type's order."""
+    given: list[list[OptionSeed]] = []
+
+    def last_three(key, found, people, count=seeds.DISTRACTORS):
+        given.append(found)
+        assert all(isinstance(people(seed), frozenset) for seed in found)
+        return found[-count:]
+
+    monkeypatch.setattr(seeds, "balanced", last_three)
+    provider = ByRule(key_picks=0)
+    world = QAWorld(tmp_path / "out", model=provider.model())
+    world.config["distractors"]["balance"] = balance
+    hand_qa(world)
+    world.run("distractors")
+    [rendered] = distractor_sets(provider)
+    if balance:
+        assert given and len(given[0]) > seeds.DISTRACTORS
+        expected = given[0][-seeds.DISTRACTORS:]
+    else:
+        key, found = seeds.select(*world_selection(world))
+        expected = found
+    assert rendered == {"".join(f"- {line}\n" for line in seed.statements) for seed in expected}
+
+
+def world_selection(world: QAWorld) -> tuple:
+    """What the stage's first choice selects from: the item, the life's evidence, first sightings, events."""
+    from synth.records import Trace
+    from synth.stages.common import first_seen
+
+    [qa] = world.read("qa.jsonl", QA)
+    events = {e.id: e for e in world.read("events.jsonl", Event)}
+    return qa, world.read("evidence.jsonl", Evidence), first_seen(world.read("traces.jsonl", Trace)), events
 
 
 def question_prompt(world: QAWorld, qa: QA, seeds_: list[OptionSeed]) -> str:

@@ -121,12 +121,16 @@ class Seeder:
         self.seen = first_seen(ctx.traces)
         self.events = {e.id: e for e in ctx.events}
         self.traces = ctx.traces_by_id
+        by_id = {e.id: e for e in self.evidence}
+        self.people = lambda seed: seeds.seed_people(seed, by_id, self.events)
 
     async def choose(self, qa: QA, state: SeedState) -> list[OptionSeed]:
         """The key's seed and three distractor seeds: real ones first, counter-seeds written for the rest. A
         multi-point item of one matter (`SeedRule.crossed`) whose key spans records takes one seed of its arc (or a
         counter-seed) and crosses it with the key (`seeds.cross`)."""
-        key, real = seeds.select(qa, self.evidence, self.seen, self.events, state.excluded)
+        balance = self.ctx.section.balance
+        key, real = seeds.select(qa, self.evidence, self.seen, self.events, state.excluded,
+                                 seeds.CANDIDATES if balance else seeds.DISTRACTORS)
         # a real seed that shares nothing with the question cannot answer it: the one option that fits the question's
         # premise would be the key (a capable reader picks it without the records); a counter-seed written for the
         # question takes its place
@@ -136,6 +140,8 @@ class Seeder:
             arcs = {e.id: e.arc_ids for e in self.evidence}
             real = [s for s in real if len(s.statements) == len(key.statements)
                     and all(qa.arc_id in arcs.get(i, ()) for i in s.evidence_ids)][:1]
+        else:  # three that leave the key's set no more central than the most central other (`seeds.balanced`)
+            real = seeds.balanced(key, real, self.people)
         need = (1 if at else seeds.DISTRACTORS) - len(real) - len(state.written)
         for attempt in range(2):  # a set restating a key statement is written once more (then kept: four options)
             if need <= 0:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import combinations
 
 from synth.llm.cache import content_hash
 from synth.quality.label_check import key_units
@@ -219,17 +220,64 @@ def group(chosen: list[Candidate], size: int, count: int) -> list[OptionSeed]:
 
 
 def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], events: dict[str, Event],
-           excluded: Iterable[str] = ()) -> tuple[OptionSeed, list[OptionSeed]]:
-    """The key's seed and up to three distractor seeds (fewer when this life has too few fitting statements:
-    the caller has the rest written as counter-seeds). `excluded`: evidence ids a judge found also true."""
+           excluded: Iterable[str] = (), count: int = DISTRACTORS) -> tuple[OptionSeed, list[OptionSeed]]:
+    """The key's seed and up to `count` distractor seeds in the type's order (fewer when this life has too few
+    fitting statements: the caller has the rest written as counter-seeds). `excluded`: evidence ids a judge found
+    also true. A `count` above three gives the candidates `balanced` chooses the three from."""
     by_id = {e.id: e for e in evidence}
     key = key_seed(qa)
     item = item_view(qa, seen, events, by_id)
     skip = set(excluded)
     found = [c for c in candidates(qa, item, evidence, seen, events) if c.evidence.id not in skip]
     size = max(1, min(len(key.statements), GROUP_MAX))
-    chosen = ranked(qa, item, found)[: size * DISTRACTORS * 2]
-    return key, group(chosen, size, DISTRACTORS)
+    chosen = ranked(qa, item, found)[: size * count * 2]
+    return key, group(chosen, size, count)
+
+
+CANDIDATES = 8  # the real seeds `balanced` chooses three from (56 triples)
+
+
+def seed_people(seed: OptionSeed, evidence: dict[str, Evidence], events: dict[str, Event]) -> frozenset[str]:
+    """The people of the events a seed's statements come from (none for a counter-seed)."""
+    ids = {evidence[i].event_id for i in seed.evidence_ids if i in evidence}
+    return frozenset(p for e in ids if e in events for p in events[e].participant_ids)
+
+
+def _leads(units: list[set[str]]) -> float:
+    """How far the first set's mean Jaccard overlap with the others stands above the most central other's."""
+    def mean(i: int) -> float:
+        return sum(len(units[i] & units[j]) / max(1, len(units[i] | units[j]))
+                   for j in range(len(units)) if j != i) / max(1, len(units) - 1)
+    scores = [mean(i) for i in range(len(units))]
+    return scores[0] - max(scores[1:]) if len(scores) > 1 else 0.0
+
+
+def key_leads(key: OptionSeed, chosen: list[OptionSeed], people: Callable[[OptionSeed], frozenset[str]]
+              ) -> tuple[float, float]:
+    """How far the key's set stands above the most central distractor set, by shared content words (Chinese:
+    character bigrams) and by shared people: positive, the key is where the others' strands cross."""
+    seeds_ = [key, *chosen]
+    words = _leads([key_units(" ".join(s.statements)) for s in seeds_])
+    folk = _leads([set(people(s)) for s in seeds_])
+    return words, folk
+
+
+def balanced(key: OptionSeed, found: list[OptionSeed], people: Callable[[OptionSeed], frozenset[str]],
+             count: int = DISTRACTORS) -> list[OptionSeed]:
+    """The `count` seeds among `found` (in the type's order) that leave the key's set least central: first the
+    fewest measures (words, people) on which it leads, then the smallest leads, then the type's order. Each
+    distractor seed is chosen for what it shares with the key (its arc, people, window), so three taken in order
+    each share a strand with the key more than with one another, and the key sits where they cross: a capable
+    reader without the records picked it as the centroid ("overlaps most; B outlier") on 20 of 22 items."""
+    if len(found) <= count:
+        return found
+
+    def cost(triple: tuple[int, ...]) -> tuple[int, float, int]:
+        leads = key_leads(key, [found[i] for i in triple], people)
+        return sum(lead > 0 for lead in leads), round(sum(max(0.0, lead) for lead in leads), 6), sum(triple)
+
+    best = min(combinations(range(len(found)), count), key=cost)
+    return [found[i] for i in best]
 
 
 COPY_OVERLAP = 0.6  # a written statement sharing this share of its units with a key statement restates it
