@@ -38,7 +38,8 @@ MOVES = [{"arc": "Trust", "index": 0, "state": STATE, "reaches": [{"index": 1, "
 NEWCOMER = {"kind": "person", "name": "Dr Okafor", "relation": "the ward's consultant", "description": "brisk, fair"}
 HOLIDAYS = [{"date": "2022-01-03", "name": "New Year Holiday"}]
 DETAILED = {"id": "e", "title": "Handover", "description": "d", "location": "ward", "time": "2022-01-04T08:00:00"}
-EVIDENCE = [{"id": "v", "kind": "emotion", "statement": "Maya felt uneasy at handover.", "private": True}]
+EVIDENCE = [{"id": "v", "kind": "emotion", "statement": "Maya felt uneasy at handover.", "private": True,
+             "added": False}]
 SEEDS = [{"name": "career_change", "label": "career_change", "title": "Career change", "description": "d"}]
 SNAP_JSON = SNAP.model_dump(mode="json")
 TRACE_CONTEXT = {"arcs": ARCS, "moment_arcs": moment_arcs(ARCS, None), "phase": PHASE, "previous_phase": PHASE,
@@ -81,7 +82,7 @@ VARIABLES = {
          "time": "2022-01-04T20:00", "min_words": 80, "max_words": 320,
          "voice": [{"time": "2021-12-30T21:00", "content": "Long day again."}]},
         {"medium": "social_post", "intent": "share", "audience": "friends", "key_information": "k2",
-         "carried": [{"id": "w", "kind": "fact", "statement": "Maya walked home by the canal.", "private": False}],
+         "carried": [{"id": "w", "kind": "fact", "statement": "Maya walked home by the canal.", "private": False, "added": True}],
          "time": "2022-01-05T08:00", "min_words": 20, "max_words": 60, "voice": []}]},
 }
 

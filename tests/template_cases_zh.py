@@ -79,7 +79,8 @@ NEWCOMER = {"kind": "person", "name": "王总", "relation": "新上司", "descri
 HOLIDAYS = [{"date": "2023-01-22", "name": "春节"}]
 DETAILED = {"id": "e", "title": "第一次周会", "description": "她主持了第一次周会。", "location": "公司会议室",
             "time": "2023-02-06T09:00:00"}
-EVIDENCE = [{"id": f"v{n}", "kind": kind, "statement": "周会上她让每个人先说自己的困难。", "private": kind == "emotion"}
+EVIDENCE = [{"id": f"v{n}", "kind": kind, "statement": "周会上她让每个人先说自己的困难。", "private": kind == "emotion",
+             "added": False}
             for n, kind in enumerate(["fact", "emotion", "opinion"])]
 SEEDS = [{"name": "promotion", "label": "升职", "title": "升职", "description": "工作上的晋升。"}]
 MEDIA = sorted(labels()["zh"]["medium"])
@@ -163,7 +164,7 @@ def _generation(name: str) -> dict:
              "carried": EVIDENCE, "time": "2023-02-06T21:00", "min_words": 136, "max_words": 544,
              "voice": [{"time": "2023-02-01T21:00", "content": "又是忙碌的一天。"}]},
             {"medium": "moments", "intent": "分享", "audience": "朋友", "key_information": "周末去了西湖。",
-             "carried": [{"id": "w", "kind": "fact", "statement": "她周末去西湖边走了走。", "private": False}],
+             "carried": [{"id": "w", "kind": "fact", "statement": "她周末去西湖边走了走。", "private": False, "added": True}],
              "time": "2023-02-07T08:00", "min_words": 14, "max_words": 85, "voice": []}]},
         **{name: {**VARIANTS, **values} for name, values in VARIANT_TEMPLATES.items()},
     }.get(name)

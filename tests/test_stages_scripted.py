@@ -188,3 +188,9 @@ def test_traces_scripted_plan_then_writes(tmp_path):
         carried = {f"- fact {j}" for j in (1, 2, 3) if f"ev{j}" in trace.evidence_ids}
         listed = {f"- fact {j}" for j in (1, 2, 3) if f"- fact {j}" in writes[asked[0]].messages[-1]["content"]}
         assert listed == carried, "the write is told exactly the evidence its trace carries"
+    # code added evidence 3 to alpha's plan, whose intent never mentions it: its writer is told so, and only of it
+    prompt = {trace.intent: writes[i].messages[-1]["content"] for trace in traces for i, r in enumerate(writes)
+              if f"Intent: {trace.intent}" in r.messages[-1]["content"]}
+    added = "(added to this record after it was planned"
+    assert f"- fact 3 {added}" in prompt["intent-alpha"] and f"- fact 2 {added}" not in prompt["intent-alpha"]
+    assert added not in prompt["intent-beta"]

@@ -94,13 +94,16 @@ def voice_reference(written: list[Trace], medium: str, before: dt.datetime, coun
 
 
 def write_variables(context: dict, plan: BaseModel, carried: list[Evidence], time: dt.datetime,
-                    words: tuple[int, int], voice: list[dict] | None = None, medium: str | None = None) -> dict:
+                    words: tuple[int, int], voice: list[dict] | None = None, medium: str | None = None,
+                    added: frozenset[str] = frozenset()) -> dict:
     """What the writer sees: the plan without its `reasons` (a planner's meta-comment is not the person's voice),
     `voice`: the person's earlier traces of the same medium, if any, and `medium` when code re-routed the plan's.
-    `hidden` (a rewrite): the private statements an earlier draft of this public trace gave away."""
+    `hidden` (a rewrite): the private statements an earlier draft of this public trace gave away. Each carried
+    evidence says whether code `added` it to a plan that did not list it (its intent does not mention it)."""
     return {**context, "people": context.get("writer_people", context.get("people", [])),
             "medium": medium or plan.medium, "intent": plan.intent, "audience": plan.audience,
-            "key_information": plan.key_information, "carried": [e.model_dump(mode="json") for e in carried],
+            "key_information": plan.key_information,
+            "carried": [{**e.model_dump(mode="json"), "added": e.id in added} for e in carried],
             "time": time.isoformat(timespec="minutes"), "min_words": words[0], "max_words": words[1],
             "voice": voice or [], "hidden": []}
 
@@ -143,22 +146,25 @@ class TraceWriting:
     rule, privacy_repairs, privacy_judge, judge_statements and write_together)."""
 
     async def draft(self, context: dict, event: Event, plan: BaseModel, medium: str, carried: list[Evidence],
-                    k: int, max_delay: int) -> Draft:
+                    k: int, added: frozenset[str], max_delay: int) -> Draft:
         """A trace's write variables, once the earlier traces its voice reference reads are written."""
         time = trace_time(event, plan.delay_hours, max_delay)
         read = await self.board.reference(event.id, medium, time) if self.board is not None else []
         voice = voice_reference(read, medium, time, *self.voice)
         words = medium_band(self.ctx.section, medium, self.ctx.language)
-        return Draft(plan, medium, carried, k, time, write_variables(context, plan, carried, time, words, voice, medium),
+        return Draft(plan, medium, carried, k, time,
+                     write_variables(context, plan, carried, time, words, voice, medium, added),
                      answer_tokens(self.ctx, 3 * words[1] + 200))
 
-    async def write_all(self, context: dict, event: Event, routed: list[tuple[BaseModel, str, list[Evidence], int]],
+    async def write_all(self, context: dict, event: Event,
+                        routed: list[tuple[BaseModel, str, list[Evidence], int, frozenset[str]]],
                         max_delay: int) -> list[Trace]:
         """The event's traces: with more than one and `write_together`, one call writes them all (the event's
         context sent once, not once a trace); otherwise one call each. Either way each goes through `settle`."""
         if not (self.write_together and len(routed) > 1):
-            async def alone(plan, medium, carried, k) -> Trace:
-                return await self.settle(await self.draft(context, event, plan, medium, carried, k, max_delay), event)
+            async def alone(plan, medium, carried, k, added) -> Trace:
+                return await self.settle(await self.draft(context, event, plan, medium, carried, k, added, max_delay),
+                                         event)
             return await chain.gather(*(alone(*item) for item in routed))
         drafts = await chain.gather(*(self.draft(context, event, *item, max_delay) for item in routed))
         answer = await self.ctx.ask("traces", "traces_write_all.j2", joint_variables([d.variables for d in drafts]),

@@ -247,8 +247,12 @@ class TraceWriter(TraceWriting):
             self.board.plan(event.id, [Planned(mint_id(event.id, "trace", k), medium,
                                                trace_time(event, plans[k].delay_hours, max_delay))
                                        for k, medium, _ in routed])
-        texts = await self.write_all(context, event, [(plans[k], medium, [evidence[i - 1] for i in indices], k)
-                                                      for k, medium, indices in routed], max_delay)
+        # an evidence code moved or added to a plan that did not list it is marked for the writer: the plan's
+        # intent never mentions it (a capable writer read such a statement as a contradiction of its own plan)
+        texts = await self.write_all(context, event, [
+            (plans[k], medium, [evidence[i - 1] for i in indices], k,
+             frozenset(evidence[i - 1].id for i in indices if i not in plans[k].evidence))
+            for k, medium, indices in routed], max_delay)
         return {"traces.jsonl": [t.model_copy(update={"privacy_plan": how}) for t in texts]}
 
     async def plan(self, context: dict, event: Event, evidence: list[Evidence],
