@@ -129,15 +129,19 @@ def option_words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9']+", text))
 
 
+def overlap_centrality(units: dict[Any, set[str]]) -> dict[Any, float]:
+    """Each member's mean Jaccard overlap with the other members' unit sets (words, people, …)."""
+    out = {}
+    for cid in units:
+        others = [o for o in units if o != cid]
+        out[cid] = sum(len(units[cid] & units[o]) / max(1, len(units[cid] | units[o])) for o in others) / max(1, len(others))
+    return out
+
+
 def centrality(options: dict[str, str]) -> dict[str, float]:
     """Each A–D option's mean Jaccard word overlap with the other A–D options. When distractors are perturbations
     of the key (one detail swapped each), the key shares the most with every other option: it is the centroid."""
-    words = {cid: option_words(text) for cid, text in options.items()}
-    out = {}
-    for cid in options:
-        others = [o for o in options if o != cid]
-        out[cid] = sum(len(words[cid] & words[o]) / max(1, len(words[cid] | words[o])) for o in others) / max(1, len(others))
-    return out
+    return overlap_centrality({cid: option_words(text) for cid, text in options.items()})
 
 
 def key_is_most_central(options: dict[str, str], key: str) -> bool:

@@ -10,6 +10,7 @@ from itertools import combinations
 
 from synth.llm.cache import content_hash
 from synth.quality.label_check import key_units
+from synth.quality.rules import overlap_centrality
 from synth.records import QA, Event, Evidence, OptionSeed
 
 GROUP_MAX = 8  # a distractor seed holds as many statements as the key's, up to this many (a renderer noted a true
@@ -243,23 +244,24 @@ def seed_people(seed: OptionSeed, evidence: dict[str, Evidence], events: dict[st
     return frozenset(p for e in ids if e in events for p in events[e].participant_ids)
 
 
-def _leads(units: list[set[str]]) -> float:
-    """How far the first set's mean Jaccard overlap with the others stands above the most central other's."""
-    def mean(i: int) -> float:
-        return sum(len(units[i] & units[j]) / max(1, len(units[i] | units[j]))
-                   for j in range(len(units)) if j != i) / max(1, len(units) - 1)
-    scores = [mean(i) for i in range(len(units))]
-    return scores[0] - max(scores[1:]) if len(scores) > 1 else 0.0
+def _units(seed: OptionSeed, people: Callable[[OptionSeed], frozenset[str]]) -> tuple[set[str], set[str]]:
+    """What two seeds can share: content words (Chinese: character bigrams) and the people of their events."""
+    return key_units(" ".join(seed.statements)), set(people(seed))
+
+
+def _leads(sets: list[tuple[set[str], set[str]]]) -> tuple[float, float]:
+    """Per measure (words, people), how far the first set's centrality stands above the most central other's."""
+    def lead(measure: int) -> float:
+        scores = overlap_centrality({n: pair[measure] for n, pair in enumerate(sets)})
+        return scores[0] - max(v for n, v in scores.items() if n) if len(sets) > 1 else 0.0
+    return lead(0), lead(1)
 
 
 def key_leads(key: OptionSeed, chosen: list[OptionSeed], people: Callable[[OptionSeed], frozenset[str]]
               ) -> tuple[float, float]:
     """How far the key's set stands above the most central distractor set, by shared content words (Chinese:
     character bigrams) and by shared people: positive, the key is where the others' strands cross."""
-    seeds_ = [key, *chosen]
-    words = _leads([key_units(" ".join(s.statements)) for s in seeds_])
-    folk = _leads([set(people(s)) for s in seeds_])
-    return words, folk
+    return _leads([_units(s, people) for s in [key, *chosen]])
 
 
 def balanced(key: OptionSeed, found: list[OptionSeed], people: Callable[[OptionSeed], frozenset[str]],
@@ -271,9 +273,10 @@ def balanced(key: OptionSeed, found: list[OptionSeed], people: Callable[[OptionS
     reader without the records picked it as the centroid ("overlaps most; B outlier") on 20 of 22 items."""
     if len(found) <= count:
         return found
+    mine, theirs = _units(key, people), [_units(seed, people) for seed in found]
 
     def cost(triple: tuple[int, ...]) -> tuple[int, float, int]:
-        leads = key_leads(key, [found[i] for i in triple], people)
+        leads = _leads([mine, *(theirs[i] for i in triple)])
         return sum(lead > 0 for lead in leads), round(sum(max(0.0, lead) for lead in leads), 6), sum(triple)
 
     best = min(combinations(range(len(found)), count), key=cost)
