@@ -304,7 +304,8 @@ def test_the_chinese_language_rule_names_the_seed_id_it_does_not_cover():
 def test_phases_and_snapshots_give_what_is_still_to_come_no_date(language):
     """A phase said applications "open mid-September" and its snapshot kept it, while the event planned for the
     application (which phases do not see) had her submit by 09-07: the writer had to move the opening."""
-    rule = ("Give nothing still to come a date of its own" if language == "en" else "还没发生的事（截止日期、考试、开放申请）不要定下日子")
+    rule = ("Give nothing still to come a date the text above does not already give it" if language == "en"
+            else "上文没给它日子的，不要定下日子")
     assert rule in text("phases_generate.j2", language)
     assert rule in text("phases_update.j2", language)
     # the day-0 snapshot too: a capable writer's put the exam results "at the end of February" (二月底)
@@ -312,6 +313,22 @@ def test_phases_and_snapshots_give_what_is_still_to_come_no_date(language):
     # nor an arc's cue, which phases must show: "a countdown in days to the exam" (日记里出现倒计时天数) dated it
     cue = ("a cue never dates something still to come" if language == "en" else "线索不给还没发生的事定日子")
     assert cue in text("arcs_plan.j2", language)
+    # a date an event already set ("a second meeting ... late March", past the timeline's end) stands: the writer of
+    # a capable-model run met the rule against repeating it in the phase that told the meeting was set
+    keeps = ("a date the text above has set stands as it is" if language == "en" else "上文已经定下的日子照用")
+    assert keeps in text("phases_generate.j2", language) and keeps in text("phases_update.j2", language)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_states_cues_are_kinds_of_sign_never_lines_to_copy(language):
+    """Cues written as literal quotes ("我也就是想想") were shown in every phase prompt, and a capable writer reused
+    them word for word in five phases: the records would repeat the arc's own wording."""
+    from template_cases_zh import MOVES
+
+    reached = [{**MOVES[0], "reaches": [{"index": 1, "state": MOVES[0]["state"], "absent_days": []}]}]
+    body = text("events_generate.j2", language, moves=reached, count=2)
+    assert ("put each in fresh words every time, never these words" if language == "en"
+            else "每次用自己的话写出来，不要照抄这些字句") in body
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -349,6 +366,11 @@ def test_state_changes_beyond_the_events_are_left_to_come_never_folded_in(langua
     beyond = {"en": "left for after the timeline", "zh": "把这次变化留到时间线以后"}
     assert rule[language] in few and beyond[language] in few
     assert rule[language] not in enough
+    # with enough events, every arc's next trigger is to be one of them: a writer folded an arc's trigger into an
+    # unrelated event while it could have chosen an event that is that trigger
+    choose = {"en": "choose the events so that each arc's next trigger is one of them",
+              "zh": "让每条弧线下一个状态的触发就是其中某个事件"}
+    assert choose[language] in few
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
