@@ -51,7 +51,7 @@ TRACE_CONTEXT = {"arcs": ARCS, "moment_arcs": moment_arcs(ARCS, None), "phase": 
 VARIABLES = {
     "persona_enrich.j2": {"big_five": {"openness": .8, "conscientiousness": .3, "extraversion": .6,
                                        "agreeableness": .7, "neuroticism": .5},
-                          "note": "a nurse", "start": "2022-01-01", "end": "2022-12-31", "min_relations": 5},
+                          "note": "a nurse", "start": "2022-01-01", "end": "2022-12-31", "min_relations": 5, "max_relations": 8},
     "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4, "days": 75},
     "arcs_plan.j2": {"seeds": SEEDS, "per_dimension": 2, "states": 4},
     "arcs_major_events.j2": {"seeds": SEEDS, "arcs": ARCS, "count": 8, "days": 365},

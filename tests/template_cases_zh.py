@@ -111,7 +111,7 @@ CHAT_DAY = {"group": GROUP, "date": "2023-02-06", "weekday": 0, "holidays": HOLI
 def _generation(name: str) -> dict:
     return {
         "persona_enrich.j2": {"big_five": PERSONA["big_five"], "note": "一位销售总监。", "start": "2023-01-01",
-                              "end": "2023-12-31", "min_relations": 5},
+                              "end": "2023-12-31", "min_relations": 5, "max_relations": 8},
         "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4, "days": 75},
         "arcs_plan.j2": {"seeds": SEEDS, "per_dimension": 2, "states": 3},
         "arcs_major_events.j2": {"seeds": SEEDS, "arcs": ARCS, "count": 8, "days": 365},

@@ -33,7 +33,7 @@ def test_a_relative_has_a_name_and_one_the_profile_leaves_unnamed_stays_unnamed(
         persona_stage.RelationDraft(name="", relation="sister", description="d")
     values = {"big_five": {k: 0.5 for k in ("openness", "conscientiousness", "extraversion", "agreeableness",
                                            "neuroticism")}, "note": "", "start": "2022-01-01", "end": "2022-03-15",
-              "min_relations": 4}
+              "min_relations": 4, "max_relations": 7}
     en = "\n".join(m["content"] for m in render("persona_enrich.j2", language="en", **values))
     zh = "\n".join(m["content"] for m in render("persona_enrich.j2", language="zh", **values))
     assert "not \"the sister\"" in en and "不要只写“姐姐”" in zh

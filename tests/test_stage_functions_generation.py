@@ -80,7 +80,7 @@ def test_persona_variables():
     assert persona_stage.persona_variables(SEED, START, END, 4) == {
         "big_five": {"openness": .8, "conscientiousness": .3, "extraversion": .6, "agreeableness": .7,
                      "neuroticism": .5},
-        "note": "a nurse", "start": "2022-01-01", "end": "2022-02-11", "min_relations": 4,
+        "note": "a nurse", "start": "2022-01-01", "end": "2022-02-11", "min_relations": 4, "max_relations": 7,
     }
 
 
@@ -104,6 +104,16 @@ def test_build_persona_strips_names_and_mints_relation_ids():
 def test_persona_variables_render_the_template():
     messages = render("persona_enrich.j2", language="zh", **persona_stage.persona_variables(SEED, START, END, 4))
     assert "2022-02-11" in messages[-1]["content"]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_profile_prompt_says_how_many_people_the_schema_takes(language):
+    """A capable writer read "at least 5 people" beside "every relative the profile mentions is one of them" while
+    the schema capped the list: the prompt says the range the answer is validated against."""
+    variables = persona_stage.persona_variables(SEED, START, END, 4)
+    prompt = "\n".join(m["content"] for m in render("persona_enrich.j2", language=language, **variables))
+    most = persona_stage.persona_answer(4).model_json_schema()["properties"]["relations"]["maxItems"]
+    assert (f"list 4 to {most} people" if language == "en" else f"列出 4 到 {most} 位") in prompt
 
 
 # ------------------------------------------------------------------------------------------ arcs

@@ -19,6 +19,9 @@ class RelationDraft(BaseModel):
     description: str
 
 
+RELATIONS_SPAN = 3  # the profile lists min_relations to min_relations + RELATIONS_SPAN people
+
+
 @lru_cache(maxsize=None)
 def persona_answer(min_relations: int) -> type[BaseModel]:
     """The enrichment answer; the relations count is bounded so the minimum always holds."""
@@ -34,7 +37,7 @@ def persona_answer(min_relations: int) -> type[BaseModel]:
         concerns=(list[str], Field(min_length=2, max_length=5)),
         interests=(list[str], Field(min_length=2, max_length=5)),
         backstory=(str, ...),
-        relations=(list[RelationDraft], Field(min_length=min_relations, max_length=min_relations + 3)),
+        relations=(list[RelationDraft], Field(min_length=min_relations, max_length=min_relations + RELATIONS_SPAN)),
     )
 
 
@@ -48,7 +51,8 @@ def timeline(seed: PersonaSeed, timeline_days: int) -> tuple[dt.date, dt.date]:
 def persona_variables(seed: PersonaSeed, start: dt.date, end: dt.date, min_relations: int) -> dict:
     """What persona_enrich.j2 is rendered with."""
     return {"big_five": seed.big_five.model_dump(), "note": seed.note, "start": start.isoformat(),
-            "end": end.isoformat(), "min_relations": min_relations}
+            "end": end.isoformat(), "min_relations": min_relations,
+            "max_relations": min_relations + RELATIONS_SPAN}
 
 
 def build_persona(seed: PersonaSeed, start: dt.date, end: dt.date, answer: BaseModel) -> Persona:
