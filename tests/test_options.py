@@ -209,10 +209,12 @@ class ByRule:
     """Answers by task: the renderer writes each statement set as an answer (tagged with its round); the reader
     picks the key's rendering in the first `key_picks` rounds, another option after; the verify judge agrees."""
 
-    def __init__(self, key_picks: int = 1, also_true_once: bool = False, restate_once: str = "") -> None:
+    def __init__(self, key_picks: int = 1, also_true_once: bool = False, restate_once: str = "",
+                 written: tuple[str, ...] = ()) -> None:
         self.key_picks = key_picks
         self.also_true_once = also_true_once
         self.restate_once = restate_once  # the first counter-seed set restates this (a key statement)
+        self.written = written  # the counter-seed sets' statements, in order (default: canal walks)
         self.seen: list[LLMRequest] = []
         self.renders = 0
 
@@ -229,6 +231,8 @@ class ByRule:
             need, size = map(int, re.search(r"Write (\d) statement sets? of (\d)", prompt).groups())
             sets = [{"statements": [f"Other 9{k}.{n}: a walk by the canal on day {k} with cousin {n}"
                                     for n in range(size)]} for k in range(need)]
+            for k, line in enumerate(self.written[:need]):
+                sets[k]["statements"] = [line] * size
             if self.restate_once and sum(r.task == "distractors_seeds" for r in self.seen) == 1:
                 sets[0]["statements"][0] = self.restate_once.replace("felt", "then felt")
             return {"seeds": sets}
@@ -471,6 +475,37 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
     assert seeds_request.settings.max_tokens >= 3 * len(qa.evidence) * per
 
 
+def test_spare_counter_seeds_let_the_stage_leave_the_key_off_centre(tmp_path):
+    """In 75-day lives 27 of 30 items had no fitting real distractor seed: all three were written, each sharing a
+    strand with the key, and capable readers picked the key as the options' overlap ("most overlap: battery quip
+    with A, son with D"). Two sets more than needed are written, and the three kept leave the key no more central
+    than another; without `balance`, the three written are kept as they come."""
+    world = QAWorld(tmp_path / "out")
+    qa = hand_qa(world)  # the key: "Statement 0.0: he did thing 0 and felt 0" (content words statement, thing, felt)
+    written = ("felt walrus quince", "thing heron mango", "otter cobalt lima", "badger amber oslo", "lynx ivory rome")
+    plain = seeds.OptionSeed(role="key", statements=[ref.statement for ref in qa.evidence])
+    nobody = lambda seed: frozenset()  # noqa: E731 - written sets have no events, hence no people
+    strands = [seeds.OptionSeed(role="distractor", statements=[line], invented=True) for line in written]
+    assert seeds.key_leads(plain, strands[:3], nobody)[0] > 0  # the first three make the key the centre
+    for balance in (True, False):
+        provider = ByRule(key_picks=0, written=written)
+        world = QAWorld(tmp_path / f"out{balance}", model=provider.model())
+        world.config["distractors"]["balance"] = balance
+        write_atomic(world.dir / "qa.jsonl", [qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20)})])
+        world.run("distractors")
+        [mcq] = world.read("mcq.jsonl", MCQ)
+        key = next(s for s in mcq.option_seeds if s.role == "key")
+        kept = [s for s in mcq.option_seeds if s.role != "key"]
+        assert all(s.invented for s in kept) and len(kept) == 3
+        [asked] = [r.messages[-1]["content"] for r in provider.seen if r.task == "distractors_seeds"]
+        if balance:
+            assert f"Write {3 + seeds.SPARE} statement sets" in asked
+            assert seeds.key_leads(key, kept, nobody)[0] <= 0
+        else:
+            assert "Write 3 statement sets" in asked
+            assert sorted(s.statements[0] for s in kept) == sorted(written[:3])
+
+
 def test_counter_seed_room_follows_the_longest_statement_it_must_match():
     from synth.core.tokens import estimate_tokens
     from synth.stages.options import STATEMENT_TOKENS, statement_tokens
@@ -480,18 +515,24 @@ def test_counter_seed_room_follows_the_longest_statement_it_must_match():
     assert statement_tokens(["A short one."]) == STATEMENT_TOKENS
 
 
-def test_a_counter_seed_restating_a_key_statement_is_written_again(tmp_path):
+@pytest.mark.parametrize("balance", [False, True])
+def test_a_counter_seed_restating_a_key_statement_is_written_again(tmp_path, balance):
     """A counter-seed for a comparison item copied the key's first statement word for word: that half of the key
-    stood in three of the four options, and a capable reader picked the centre."""
+    stood in three of the four options, and a capable reader picked the centre. It is left out: written again, or,
+    with spares written (`[distractors] balance`), replaced by one of them."""
     world = QAWorld(tmp_path / "out")
     qa = hand_qa(world)
     provider = ByRule(key_picks=0, restate_once=qa.evidence[0].statement)
     world = QAWorld(tmp_path / "out", model=provider.model())
+    world.config["distractors"]["balance"] = balance
     write_atomic(world.dir / "qa.jsonl", [qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20)})])
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     asked = [r for r in provider.seen if r.task == "distractors_seeds"]
-    assert len(asked) == 2 and "Write 1 statement set of 1" in asked[1].messages[-1]["content"]
+    if balance:
+        assert len(asked) == 1 and f"Write {3 + seeds.SPARE} statement sets of 1" in asked[0].messages[-1]["content"]
+    else:
+        assert len(asked) == 2 and "Write 1 statement set of 1" in asked[1].messages[-1]["content"]
     invented = [s for s in mcq.option_seeds if s.invented]
     assert len(invented) == 3 and not any("then felt" in line for s in invented for line in s.statements)
 

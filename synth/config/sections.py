@@ -299,7 +299,9 @@ class DistractorsSettings(Section):
     balance: bool = knob("the three distractor seeds are chosen among the life's fitting sets (up to eight) so that "
                          "the key's set is not the most central of the four by shared words or shared people (each "
                          "set is chosen for what it shares with the key, so three taken in order meet at the key: a "
-                         "reader without the records picks the centroid); off: the first three in the type's order")
+                         "reader without the records picks the centroid); counter-seeds are written two more than "
+                         "needed and chosen the same way; off: the first three in the type's order, and as many "
+                         "counter-seeds as needed")
     option_chars: dict[Language, int] = knob("per language: an option rendered from seeds is asked for 75-125% of "
                                              "the reference answer's length, that length taken at most this long "
                                              "(one point per option, not the records' list)")

@@ -127,7 +127,9 @@ class Seeder:
     async def choose(self, qa: QA, state: SeedState) -> list[OptionSeed]:
         """The key's seed and three distractor seeds: real ones first, counter-seeds written for the rest. A
         multi-point item of one matter (`SeedRule.crossed`) whose key spans records takes one seed of its arc (or a
-        counter-seed) and crosses it with the key (`seeds.cross`)."""
+        counter-seed) and crosses it with the key (`seeds.cross`). With `[distractors] balance` the three are the
+        triple, among up to eight fitting real seeds and SPARE more counter-seeds than needed, that leaves the key's
+        set least central (`seeds.balanced`)."""
         balance = self.ctx.section.balance
         key, real = seeds.select(qa, self.evidence, self.seen, self.events, state.excluded,
                                  seeds.CANDIDATES if balance else seeds.DISTRACTORS)
@@ -143,15 +145,19 @@ class Seeder:
         else:  # three that leave the key's set no more central than the most central other (`seeds.balanced`)
             real = seeds.balanced(key, real, self.people)
         need = (1 if at else seeds.DISTRACTORS) - len(real) - len(state.written)
+        spare = seeds.SPARE if balance and not at else 0
         for attempt in range(2):  # a set restating a key statement is written once more (then kept: four options)
             if need <= 0:
                 break
-            fresh = await self.counter_seeds(qa, key, real, state, need, attempt)
+            fresh = await self.counter_seeds(qa, key, real, state, need + spare, attempt)
             # a written set restating one of the key's statements puts that half of the key in a third option (or
             # the key in two): it is left out and written again
             copies = seeds.restating(fresh, key) if attempt == 0 else []
             state.written += [seed for seed in fresh if seed not in copies]
             need -= len(fresh) - len(copies)
+        if spare and len(real) + len(state.written) > seeds.DISTRACTORS:  # the spares let the off-centre choice
+            picked = seeds.balanced(key, [*real, *state.written], self.people)  # apply to written sets too
+            real, state.written = [s for s in picked if not s.invented], [s for s in picked if s.invented]
         if at:
             return seeds.cross(seeds.key_seed(qa, self.seen), [*real, *state.written][0], at)
         return [key, *real, *state.written][: seeds.DISTRACTORS + 1]
