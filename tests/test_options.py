@@ -476,7 +476,7 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
 
 
 def test_spare_counter_seeds_let_the_stage_leave_the_key_off_centre(tmp_path):
-    """In 75-day lives 27 of 30 items had no fitting real distractor seed: all three were written, each sharing a
+    """In 75-day lives 21 of 26 items had no fitting real distractor seed: all three were written, each sharing a
     strand with the key, and capable readers picked the key as the options' overlap ("most overlap: battery quip
     with A, son with D"). Two sets more than needed are written, and the three kept leave the key no more central
     than another; without `balance`, the three written are kept as they come."""

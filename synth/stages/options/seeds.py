@@ -236,9 +236,9 @@ def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], event
 
 
 CANDIDATES = 8  # the real seeds `balanced` chooses three from (56 triples)
-# counter-seeds written beyond those needed, so that `balanced` chooses among written sets too: in 75-day lives 27
-# of 30 items had no fitting real distractor seed, and the written sets each shared a strand with the key (the
-# readers' "most overlap" cue) with nothing to choose from
+# counter-seeds written beyond those needed, so that `balanced` chooses among written sets too: in 75-day lives 21
+# of 26 answerable items had no fitting real distractor seed, and the written sets each shared a strand with the
+# key (the readers' "most overlap" cue) with nothing to choose from
 SPARE = 2
 
 
