@@ -236,6 +236,14 @@ def test_settled_facts_are_the_windows_phases_and_events_newest_first_and_bounde
     assert not any("€60" in f for f in plain)  # newest first and cut: the fee is lost
     about = settled_facts(segment, [phase], [*events, outside], "How much is a counsellor session, and who paid?")
     assert about[0] == f"2022-03-04 day 4: {long}" and len(about) == DECIDED_LINES
+    # what the life settled before the window is as true at the question's time: a capable planner's list began
+    # at the window's first day, and a January check-up was left unprotected; the window's own facts come first
+    earlier = Event(id="jan", persona_id="p", phase_id="ph", time=dt.datetime(2022, 1, 13, 9), title="GP check",
+                    description="the GP found his blood pressure high", location="", participant_ids=[])
+    few = settled_facts(segment, [phase], [earlier, *events[:3], outside])
+    assert few[-1] == "2022-01-13 GP check: the GP found his blood pressure high" and len(few) == 5
+    asked = settled_facts(segment, [phase], [earlier, *events, outside], "Did the GP say his blood pressure was high?")
+    assert asked[0].startswith("2022-01-13 GP check")
 
 
 def test_a_plan_whose_outline_names_a_date_the_evidence_does_not_state_is_asked_again():

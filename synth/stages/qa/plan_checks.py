@@ -34,16 +34,18 @@ def settled_facts(segment: Segment, phases: Sequence, events: Sequence, topic: s
     (a window has a few) only at TOPIC_CHARS: a planner found one cut before the talk of a promotion it had to keep
     clear of. With a `topic` (the written question and its absent topic), the facts sharing TOPIC_UNITS content
     units with it come first and are cut only at TOPIC_CHARS: the option writer of an unanswerable question about
-    a counsellor's fee found the one event that might settle it cut off ("…")."""
+    a counsellor's fee found the one event that might settle it cut off ("…"). Before the window too: what the
+    life settled earlier is as true when the question is asked (a capable planner's list began at the window's
+    first day, leaving a January blood-pressure check unprotected); the window's own facts come first."""
     lo, hi = segment.window.start, segment.window.end
-    events_of = [(e.time.date(), f"{e.time.date().isoformat()} {e.title}: {e.description}") for e in events
-                 if lo <= e.time.date() <= hi]
-    spans = [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
-             if p.start <= hi and p.end >= lo]
-    lines = [text for _, text in sorted(events_of + spans, key=lambda x: x[0], reverse=True)]
+    events_of = [(e.time.date() >= lo, e.time.date(), f"{e.time.date().isoformat()} {e.title}: {e.description}")
+                 for e in events if e.time.date() <= hi]
+    spans = [(p.end >= lo, p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}")
+             for p in phases if p.start <= hi]
+    lines = [text for _, _, text in sorted(events_of + spans, key=lambda x: x[:2], reverse=True)]
     about = key_units(topic)
     near = {text for text in lines if about and len(key_units(text) & about) >= TOPIC_UNITS}
-    whole = near | {text for _, text in spans}
+    whole = near | {text for _, _, text in spans}
     ordered = [text for text in lines if text in near] + [text for text in lines if text not in near]
     return [clipped(text, TOPIC_CHARS if text in whole else DECIDED_CHARS) for text in ordered[:DECIDED_LINES]]
 
