@@ -42,7 +42,7 @@ from synth.records import (
     mint_id,
 )
 from synth.release import stats
-from synth.stages.chats import active_days, build_groups, persona_style, rolling_state
+from synth.stages.chats import active_days, build_groups, day_answer, lines_of, persona_style, rolling_state
 from synth.stages.lifelog import repetitions
 
 # ------------------------------------------------------------------------------------------ groups and styles
@@ -519,3 +519,18 @@ def test_the_uniqueness_judge_reads_other_traces_only():
     assert unique_problem(checked) == ""
     other = checked.model_copy(update={"unique": False, "unique_reason": "t3 says Tuesday"})
     assert unique_problem(other) == "another trace answers the question differently: t3 says Tuesday"
+
+
+def test_a_chat_line_with_no_text_is_left_out():
+    """The bundled local model wrote a chat line whose text was blank; a chat line says something."""
+    from synth.records import Group, GroupMember
+
+    group = Group.model_construct(members=[GroupMember.model_construct(name="Ana", person_id="r1")])
+    model = day_answer(("Ana", "Maya"), 1, 1, 4)
+    answer = model.model_validate({"utterances": [
+        {"speaker": "Ana", "minute": 600, "text": "  ", "evidence": [1]},
+        {"speaker": "Maya", "minute": 601, "text": "See you at six.", "evidence": []}], "summary": "s",
+        "open_items": []})
+    evidence = [Evidence.model_construct(id="v1")]
+    lines = lines_of(answer, dt.date(2022, 1, 3), group, evidence)
+    assert [(u.speaker, u.text) for u in lines] == [("Maya", "See you at six.")]

@@ -151,12 +151,15 @@ class ChatVerdict(BaseModel):
 
 
 def lines_of(answer: BaseModel, date: dt.date, group: Group, evidence: Sequence[Evidence]) -> list[Utterance]:
+    """The answer's utterances as records; a line with no text is left out (the bundled local model wrote one: a
+    chat line says something, and evidence it claimed to carry is then unbound, which the line rules send to
+    repair)."""
     ids = {m.name: m.person_id for m in group.members}
     midnight = dt.datetime.combine(date, dt.time())
     return [Utterance(speaker=u.speaker, speaker_id=ids.get(u.speaker, ""),
                       time=midnight + dt.timedelta(minutes=u.minute), text=u.text.strip(),
                       evidence_ids=list(dict.fromkeys(evidence[i - 1].id for i in u.evidence)))
-            for u in answer.utterances]
+            for u in answer.utterances if u.text.strip()]
 
 
 def verdict_problems(verdict: ChatVerdict) -> list[str]:
