@@ -134,7 +134,7 @@ def day_answer(speakers: tuple[str, ...], evidence: int, low: int, high: int) ->
         "ChatLine",
         speaker=(Literal[speakers], ...),
         minute=(int, Field(ge=0, le=1439)),
-        text=(str, ...),
+        text=(str, Field(min_length=2)),  # a constrained local model wrote blank lines: a line says something
         evidence=(list[Literal[tuple(range(1, evidence + 1))]], Field(max_length=evidence)),
     )
     return create_model("ChatDayDraft", utterances=(list[line], Field(min_length=low, max_length=high)),
