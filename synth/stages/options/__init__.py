@@ -155,8 +155,8 @@ class Seeder:
             copies = seeds.restating(fresh, key) if attempt == 0 else []
             state.written += [seed for seed in fresh if seed not in copies]
             need -= len(fresh) - len(copies)
-        if spare and len(real) + len(state.written) > seeds.DISTRACTORS:  # the spares let the off-centre choice
-            picked = seeds.balanced(key, [*real, *state.written], self.people)  # apply to written sets too
+        if spare:  # the spares let the off-centre choice apply to written sets too
+            picked = seeds.balanced(key, [*real, *state.written], self.people)
             real, state.written = [s for s in picked if not s.invented], [s for s in picked if s.invented]
         if at:
             return seeds.cross(seeds.key_seed(qa, self.seen), [*real, *state.written][0], at)
