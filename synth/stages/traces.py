@@ -168,21 +168,28 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     seeded hint; it chooses each medium from the evidence's privacy (marked) and the person's habits. `problems`
     (a re-plan): what its last plan got wrong about privacy (`plan_privacy_problems`). The hint leaves out the
     short media when a trace must carry more than one evidence, and the `terse` media (a to-do line, a calendar
-    slot) when an evidence quotes words said or written: a capable planner was hinted a to-do list for words said
-    to a partner at dinner. Nor the `addressed` media (an email, a message) for private evidence of a moment with
+    slot) when an evidence quotes or reports words said or written (`said`: the said and the typed words): capable
+    planners were hinted a to-do list for words said to a partner at dinner, and for a text to him reported
+    without quotes. Nor the `addressed` media (an email, a message) for private evidence of a moment with
     no one else in it: there is no one to write it to (a capable planner, hinted email, invented a reply to a
     therapist's pre-appointment email that no event holds), nor with no one close to write it to (`close` false:
     the private evidence names no one close, or says it was kept from others — `confided`; None: anyone in the
     moment counts). Nor the `typed` media (a message thread) for evidence of words said aloud (`said`: the said
     and the typed words, `said_aloud`): a thread holds typed words and may only retell them (a capable planner,
-    hinted a thread for words said face to face at dinner, noted the hint against the rule)."""
+    hinted a thread for words said face to face at dinner, noted the hint against the rule); nor the `addressed`
+    media for private words said aloud to someone in the moment: the one to write to was there to hear them (a
+    capable planner, hinted email for three private things said to her partner at dinner, found no one to send
+    it to)."""
     left_out = set(short or {}) if len(evidence) > count else set()
-    if any(QUOTED.search(e.statement) for e in evidence):
+    aloud = [e for e in evidence if said_aloud(e.statement, *said)]
+    if aloud or any(QUOTED.search(e.statement) or mentions(e.statement, said[1]) for e in evidence):
         left_out |= terse
-    if any(said_aloud(e.statement, *said) for e in evidence):
+    if aloud:
         left_out |= typed
     someone = bool(event.participant_ids) if close is None else close
     if not someone and any(e.private for e in evidence):
+        left_out |= addressed
+    if event.participant_ids and any(e.private for e in aloud):  # the one to write to was there to hear it
         left_out |= addressed
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
