@@ -8,6 +8,7 @@ from synth.life.windows import (
     SegmentEvidence,
     arc_states,
     candidates,
+    change_events,
     eligible,
     observable_evidence,
     planner_view,
@@ -121,6 +122,25 @@ def test_each_state_change_of_the_arc_is_shown():
     assert shown[0] is flapping[0] and shown[-1] is flapping[-1] and len(shown) == 5
     # another arc's states are not this arc's changes
     assert state_changes(long_arc(10, states={0: 0, 5: 1}), "Y") == []
+
+
+def test_every_event_of_a_phase_that_changes_state_is_shown():
+    """Capable planners (en and zh, 75-day lives, eight items per arc shown) found the event that triggered a state
+    missing: a phase's state is the one it ends in, so its first evidence marked the change while the event that
+    lived it — the midnight redline, the crash — was left out. Each event of a change's phase is shown."""
+    from dataclasses import replace
+
+    plan = [("a", "P1", 6, 1, 2), ("b", "P1", 11, 1, 3), ("c", "P2", 16, 2, 2), ("d", "P2", 26, 2, 3),
+            ("e", "P3", 63, 2, 1)]  # event, phase, day, the phase's state, evidence count
+    bucket = [replace(item(f"{event}{n}", day, ("X",), (("X", state),)), event_id=event, phase_id=phase)
+              for event, phase, day, state, count in plan for n in range(count)]
+    everything = frozenset(e.evidence_id for e in bucket)  # a 75-day window: all of it arrived in this window
+    shown = planner_view(bucket, "X", everything, 8)
+    assert len(shown) == 8 and {e.event_id for e in shown} == {"a", "b", "c", "d", "e"}
+    assert change_events(bucket, "X") == [0, 2, 5, 7]  # the arc stood at state 1 from its first phase on
+    # an arc first seen at its first state: its first phase holds no change
+    calm = [replace(e, states=(("X", 0 if e.phase_id == "P1" else 2),)) for e in bucket]
+    assert change_events(calm, "X") == [5, 7]
 
 
 def test_arc_states_follow_event_phase_major_event():

@@ -23,6 +23,7 @@ class SegmentEvidence:
     trace_times: tuple[dt.datetime, ...]
     states: tuple[tuple[str, int], ...] = ()  # (arc id, anchor index) of the major event it happened under
     event_id: str = ""  # the event it belongs to: an event's evidence is shown together (a causal chain's steps)
+    phase_id: str = ""  # the phase of its event: a change of state is lived somewhere inside its phase
     private: bool = False  # kept to the person or someone close: a friend asking cannot presuppose it
 
     @property
@@ -72,10 +73,12 @@ def arc_states(events: Iterable[Event], phases: Iterable[Phase],
 
 
 def observable_evidence(evidence: Iterable[Evidence], traces: Iterable[Trace],
-                        states: Mapping[str, tuple[tuple[str, int], ...]] | None = None) -> list[SegmentEvidence]:
+                        states: Mapping[str, tuple[tuple[str, int], ...]] | None = None,
+                        phases: Mapping[str, str] | None = None) -> list[SegmentEvidence]:
     """Evidence carried by at least one trace, timed by its first trace; evidence no trace carries cannot be asked
     about (nothing to retrieve), so it is left out. `states` (event id → arc states, from `arc_states`) dates each
-    item's arc states when the data has them. Sorted by time, then id (deterministic)."""
+    item's arc states when the data has them; `phases` (event id → phase id), its phase. Sorted by time, then id
+    (deterministic)."""
     carriers: dict[str, list[Trace]] = {}
     for trace in traces:
         for evidence_id in trace.evidence_ids:
@@ -89,6 +92,7 @@ def observable_evidence(evidence: Iterable[Evidence], traces: Iterable[Trace],
             evidence_id=item.id, arc_ids=tuple(item.arc_ids), kind=item.kind, statement=item.statement,
             time=carried[0].time, trace_ids=tuple(t.id for t in carried), trace_times=tuple(t.time for t in carried),
             states=(states or {}).get(item.event_id, ()), event_id=item.event_id, private=item.private,
+            phase_id=(phases or {}).get(item.event_id, ""),
         ))
     return sorted(out, key=lambda e: (e.time, e.evidence_id))
 
@@ -151,6 +155,23 @@ def state_changes(bucket: Sequence[SegmentEvidence], arc_id: str) -> list[int]:
     return out
 
 
+def change_events(bucket: Sequence[SegmentEvidence], arc_id: str) -> list[int]:
+    """The first position of each event (oldest first) of the phases in which `arc_id` changed state: the phase of
+    each change (`state_changes`), and that of the earliest item when the arc already stands past its first state
+    there (it started at its first). A phase's state is the one it ends in, so the change is lived in any of its
+    events, not only the first seen (capable planners found the event that triggered a state missing while its
+    phase's first evidence was shown)."""
+    first = next((item.state_of(arc_id) for item in bucket if item.state_of(arc_id) is not None), None)
+    starts = state_changes(bucket, arc_id) + ([0] if bucket and first else [])
+    phases = {bucket[p].phase_id for p in starts if bucket[p].phase_id}
+    out, seen = [], set()
+    for position, item in enumerate(bucket):
+        if item.phase_id in phases and item.event_id not in seen:
+            seen.add(item.event_id)
+            out.append(position)
+    return out
+
+
 def spread_in_time(bucket: Sequence[SegmentEvidence], chosen: set[int], count: int) -> set[int]:
     """Add `count` positions of `bucket`, each the item farthest in time from everything chosen so far (the
     middle of the widest gap); ties go to the earlier item, so with nothing chosen the first pick is the earliest.
@@ -169,7 +190,8 @@ def planner_view(bucket: Sequence[SegmentEvidence], arc_id: str, recent_ids: fro
                  cap: int) -> tuple[SegmentEvidence, ...]:
     """At most `cap` items of an arc's accumulated evidence (oldest first), chosen over its whole span rather
     than the newest `cap`: the arc's earliest item, its newest, each state change (spread over them when there
-    are more than fit), up to half the room left for the window's newest arrivals (`recent_ids`, what made the
+    are more than fit), up to half the room left for the other events of the phases the changes are lived in
+    (`change_events`), up to half the room then left for the window's newest arrivals (`recent_ids`, what made the
     segment active), and the rest where the span is least covered (`spread_in_time`); a chosen item brings the
     other evidence of its event while they fit (`with_siblings`), so a causal chain is not split."""
     cap = max(1, int(cap))
@@ -179,6 +201,9 @@ def planner_view(bucket: Sequence[SegmentEvidence], arc_id: str, recent_ids: fro
     changes = [p for p in state_changes(bucket, arc_id) if p not in chosen]
     room = cap - len(chosen)
     chosen += [changes[i] for i in spread(room, len(changes))]
+    shown_events = {bucket[p].event_id for p in chosen}
+    lived = [p for p in change_events(bucket, arc_id) if bucket[p].event_id not in shown_events]
+    chosen += lived[:(cap - len(chosen) + 1) // 2]
     recent = [p for p in reversed(range(len(bucket))) if bucket[p].evidence_id in recent_ids and p not in chosen]
     chosen += recent[:(cap - len(chosen)) // 2]
     chosen = with_siblings(bucket, chosen, chosen, cap)
