@@ -283,9 +283,8 @@ class Planner:
         self.arc_by_id = {a.id: a for a in ctx.arcs}
         self.traces = ctx.traces_by_id
         # a variant session carries its seed evidence only for its own relation item: the windows never see it
-        items = observable_evidence(ctx.evidence, [t for t in self.traces.values() if not t.variant_set_id],
-                                    arc_states(ctx.events, ctx.phases, ctx.major_events),
-                                    {e.id: e.phase_id for e in ctx.events})
+        items = observable_evidence(ctx.evidence, [t for t in self.traces.values() if not t.variant_set_id], arc_states(
+            ctx.events, ctx.phases, ctx.major_events), {e.id: e.phase_id for e in ctx.events})
         self.arc_items = {a.id: [e for e in items if a.id in e.arc_ids] for a in ctx.arcs}
         self.last_day = self.persona.end + dt.timedelta(days=self.section.question_grace_days)
         self.segments = trajectory_segments(
