@@ -187,7 +187,7 @@ def test_major_event_count_follows_the_rate_with_a_floor():
 def test_major_event_variables_and_build_major_events():
     arcs_ = arcs()
     variables = arcs_stage.major_event_variables(persona(), seeds(), arcs_, 3)
-    assert list(variables) == ["persona", "seeds", "arcs", "count", "days"]
+    assert list(variables) == ["persona", "seeds", "arcs", "count", "days", "holidays"]
     assert (variables["count"], variables["days"]) == (3, 42)
     assert [a["label"] for a in variables["arcs"]] == ["Trust", "Trust (2)"]
     answer = arcs_stage.major_answer(("s0", "s2", "walk"), 42, 2, 3, 3).model_validate({"events": [
@@ -214,6 +214,22 @@ def test_arcs_variables_render_their_templates(language):
         shown = variables.get("pool") or variables["seeds"]
         assert shown[2]["label"] in text, name
         assert ("s2" in text) == (language == "en"), f"{name}: a zh prompt shows the seed's title, not its id"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_major_events_of_a_timeline_up_to_a_year_are_planned_with_its_holidays_in_view(language):
+    """A capable planner placed the Spring Festival by its own reckoning ("prompt gave no calendar facts"), and an
+    event "the day before New Year's Eve" with no calendar shown: the major-events prompt names the holidays."""
+    from synth.config import conf, settings
+
+    countries = settings.parse(conf.preset_config("tiny")).holiday_countries
+    p = persona(language).model_copy(update={"start": dt.date(2022, 1, 1), "end": dt.date(2022, 3, 16)})
+    holidays = arcs_stage.timeline_holidays(p, countries, language)
+    variables = arcs_stage.major_event_variables(p, seeds(), arcs(), 3, holidays)
+    body = "\n".join(m["content"] for m in render("arcs_major_events.j2", language=language, **variables))
+    assert ("除夕" in body and "春节" in body) if language == "zh" else "New Year's Day (observed)" in body
+    years = p.model_copy(update={"end": dt.date(2024, 3, 16)})
+    assert arcs_stage.timeline_holidays(years, countries, language) == []  # a longer plan is not crowded with them
 
 
 # ------------------------------------------------------------------------------------------ phases

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.config.settings import ArcsSettings
+from synth.core.calendar import country_of, holidays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.seedpool import SeedConcept, load_seed_pool, seeds_for_age
 from synth.quality.label_check import key_units, naming_units
@@ -284,10 +285,22 @@ def seed_views(seeds: list[EventSeed], language: str) -> list[dict]:
             for s, label in zip(seeds, seed_labels(seeds, language), strict=True)]
 
 
-def major_event_variables(persona: Persona, seeds: list[EventSeed], arcs: list[LifeArc], count: int) -> dict:
-    """What arcs_major_events.j2 is rendered with."""
+HOLIDAY_DAYS = 366  # a timeline up to a year long is planned with its public holidays in view (a longer one's list
+# would crowd the plan): a capable planner put an event "the day before New Year's Eve" with no calendar shown
+
+
+def timeline_holidays(persona: Persona, countries: dict, language: str) -> list[dict]:
+    """The public holidays of the persona's timeline (none past HOLIDAY_DAYS), as the dated prompts show them."""
+    if timeline_days(persona) > HOLIDAY_DAYS:
+        return []
+    return holidays_between(country_of(persona, countries, language), language, persona.start, persona.end)
+
+
+def major_event_variables(persona: Persona, seeds: list[EventSeed], arcs: list[LifeArc], count: int,
+                          holidays: list[dict] | None = None) -> dict:
+    """What arcs_major_events.j2 is rendered with: `holidays`, the timeline's public holidays (`holidays_between`)."""
     return {"persona": persona.model_dump(mode="json"), "seeds": seed_views(seeds, persona.language),
-            "arcs": arc_views(arcs), "count": count, "days": timeline_days(persona)}
+            "arcs": arc_views(arcs), "count": count, "days": timeline_days(persona), "holidays": holidays or []}
 
 
 class ArcsRun:
@@ -334,7 +347,8 @@ class ArcsRun:
         count = major_event_count(self.section, days, sum(len(a.anchor_states) > 1 for a in arcs))
         fewest = min(len(a.anchor_states) for a in arcs)
         model = major_answer(tuple(seed_labels(seeds, self.ctx.language)), days, len(arcs), fewest, count)
-        variables = major_event_variables(self.persona, seeds, arcs, count)
+        holidays = timeline_holidays(self.persona, self.ctx.settings.holiday_countries, self.ctx.language)
+        variables = major_event_variables(self.persona, seeds, arcs, count, holidays)
         answer = await self.ctx.ask("arcs", "arcs_major_events.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, count * (160 + 8 * len(arcs))))
         return {"major_events.jsonl": build_major_events(self.persona, seeds, arcs, answer,
