@@ -266,9 +266,8 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
     qa = hand_qa(world)  # causal: a seeded type
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
-    per = 4 + seeds.SPARE  # the key and five sets rendered; three kept (`render.off_centre`)
     assert [r.task for r in provider.seen] == ["distractors_question"] + (
-        ["distractors_render"] * per + ["distractors_validate"]) * 2 + ["distractors_verify"]
+        ["distractors_render"] * 4 + ["distractors_validate"]) * 2 + ["distractors_verify"]
     assert [(r.round, r.too_easy, r.blind_correct) for r in mcq.refinement] == [(1, True, True), (2, False, False)]
     # the key is the second round's rendering of the true seed, at the item's balanced position; the free-text
     # answer stays the QA writer's
@@ -283,8 +282,8 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
     # the reader's own words (which describe the option it picked: the key's content, when it was right) never
     # reach the renderer; the kinds of cue it named do, as advice for all four
     assert not any("READER-REASON" in r for r in renders)
-    assert all("picked one by the question's premise" in r and "by its length or detail" in r for r in renders[per:])
-    assert not any("picked one by" in r for r in renders[:per])
+    assert all("picked one by the question's premise" in r and "by its length or detail" in r for r in renders[4:])
+    assert not any("picked one by" in r for r in renders[:4])
     for prompt in [*renders, *prompts_of(provider, "distractors_validate")]:
         # no mark of the true option: not the reference answer, not the reader's hit, no records
         assert ANSWER not in prompt and "picked the correct" not in prompt and "SECRET TRACE" not in prompt
@@ -293,9 +292,9 @@ def test_a_failed_round_re_renders_all_four_blind_to_the_key(tmp_path):
         assert prompt.count("Statement set:") == 1 and "correct" not in prompt.lower()
     assert sum(KEY_MARK in prompt for prompt in renders) == 2  # the key's set: one call of each round
     lo, hi = render.band(qa, 180)  # the preset's [distractors] option_chars for English
-    assert all(f"{lo}–{hi} characters" in prompt for prompt in renders[:per])
+    assert all(f"{lo}–{hi} characters" in prompt for prompt in renders[:4])
     # the reader named length: the second round's four share one band, around the first round's median length
-    bands = {re.search(r"(\d+)–(\d+) characters", prompt).groups() for prompt in renders[per:]}
+    bands = {re.search(r"(\d+)–(\d+) characters", prompt).groups() for prompt in renders[4:]}
     assert len(bands) == 1 and bands != {(str(lo), str(hi))}
 
 
@@ -319,7 +318,6 @@ def test_a_round_whose_reader_found_the_key_draws_new_distractor_seeds(tmp_path,
     provider = ByRule(key_picks=1)
     world = QAWorld(tmp_path / "out", model=provider.model())
     world.config["distractors"]["redraw"] = redraw
-    world.config["distractors"]["balance"] = False  # three sets rendered per round, no spares
     hand_qa(world)
     world.run("distractors")
     first, second = distractor_sets(provider)
@@ -331,67 +329,30 @@ def test_a_round_whose_reader_found_the_key_draws_new_distractor_seeds(tmp_path,
 
 
 @pytest.mark.parametrize("balance", [True, False])
-def test_the_stage_renders_spare_sets_and_keeps_the_three_that_leave_the_key_off_centre(tmp_path, monkeypatch,
-                                                                                        balance):
-    """With `[distractors] balance` the stage hands `seeds.balanced` more candidates than three, asks it for three
-    and SPARE, renders them all, and keeps the three `render.off_centre` returns (here, the last three it was
-    given) in the item's options; without, the first three in the type's order, and only those are rendered."""
+def test_the_stage_chooses_its_three_seeds_among_more_to_leave_the_key_off_centre(tmp_path, monkeypatch, balance):
+    """With `[distractors] balance` the stage hands `seeds.balanced` more candidates than three and renders the
+    three it returns (here, the last three it was given); without, the first three in the type's order."""
     given: list[list[OptionSeed]] = []
-    offered: list[list[tuple[OptionSeed, str]]] = []
 
-    def last(key, found, people, count=seeds.DISTRACTORS):
+    def last_three(key, found, people, count=seeds.DISTRACTORS):
         given.append(found)
         assert all(isinstance(people(seed), frozenset) for seed in found)
         return found[-count:]
 
-    def last_three(rendered, question, name="", count=3):
-        offered.append(rendered)
-        return [pair for pair in rendered if pair[0].role == "key"] + [
-            pair for pair in rendered if pair[0].role != "key"][-count:]
-
-    monkeypatch.setattr(seeds, "balanced", last)
-    monkeypatch.setattr(render, "off_centre", last_three)
+    monkeypatch.setattr(seeds, "balanced", last_three)
     provider = ByRule(key_picks=0)
     world = QAWorld(tmp_path / "out", model=provider.model())
     world.config["distractors"]["balance"] = balance
     hand_qa(world)
     world.run("distractors")
     [rendered] = distractor_sets(provider)
-    [mcq] = world.read("mcq.jsonl", MCQ)
-    kept = {tuple(s.statements) for s in mcq.option_seeds if s.role != "key"}
     if balance:
-        assert given and len(given[0]) > seeds.DISTRACTORS + seeds.SPARE
-        pool = given[0][-(seeds.DISTRACTORS + seeds.SPARE):]
-        assert len(offered[0]) == 1 + len(pool)
-        assert kept == {tuple(seed.statements) for seed, _ in [p for p in offered[0] if p[0].role != "key"][-3:]}
+        assert given and len(given[0]) > seeds.DISTRACTORS
+        expected = given[0][-seeds.DISTRACTORS:]
     else:
-        key, pool = seeds.select(*world_selection(world))
-        assert kept == {tuple(seed.statements) for seed in pool}
-    assert rendered == {"".join(f"- {line}\n" for line in seed.statements) for seed in pool}
-
-
-def test_the_three_kept_are_chosen_on_the_renderings_not_the_statements():
-    """Seeds chosen on their statements still met at the key once written as answers: capable readers named the
-    rendered options' themes and people ("overlap centre (partner+regulars+course)") and the option echoing the
-    question. Of five rendered distractors, the three kept leave the key's rendering leading on none of: centre of
-    the options' words, echo of the question, length."""
-    def seed(role: str, n: int) -> OptionSeed:
-        return OptionSeed(role=role, statements=[f"S{n}"])
-
-    key = (seed("key", 0), "My partner came to the regulars' night after the course.")
-    texts = ["My partner stayed home for a quiet evening.", "The regulars' night ran late after the quiz.",
-             "The course ended with a long talk.", "A walrus of a cold, so a day of soup and films.",
-             "Heron spotting at the marsh with my sister at dawn, then a long breakfast in town."]
-    rendered = [(seed("distractor", n + 1), text) for n, text in enumerate(texts)]
-    question = "What did you do after the course?"
-    asked = render.key_units(question)
-    first = render._leads([key[1], *texts[:3]], asked)
-    assert first[0] > 0  # the first three each share a strand with the key: it is their centre
-    drawn = [rendered[0], key, *rendered[1:]]
-    kept = render.off_centre(drawn, question)
-    assert len(kept) == 4 and key in kept and kept == [pair for pair in drawn if pair in kept]  # in the drawn order
-    assert all(lead <= 0 for lead in render._leads([key[1], *(t for s, t in kept if s.role != "key")], asked))
-    assert render.off_centre([key, *rendered[:3]], question) == [key, *rendered[:3]]  # nothing to choose from
+        key, found = seeds.select(*world_selection(world))
+        expected = found
+    assert rendered == {"".join(f"- {line}\n" for line in seed.statements) for seed in expected}
 
 
 def world_selection(world: QAWorld) -> tuple:
@@ -493,13 +454,12 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
     write_atomic(world.dir / "qa.jsonl", [qa.model_copy(update={"question_time": dt.datetime(2022, 1, 2, 20)})])
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
-    per = 4 + seeds.SPARE  # the key and five written sets rendered, three kept
-    assert [r.task for r in provider.seen][:per + 2] == ["distractors_seeds", "distractors_question"] + [
-        "distractors_render"] * per
+    assert [r.task for r in provider.seen][:6] == ["distractors_seeds", "distractors_question"] + [
+        "distractors_render"] * 4
     assert sorted(s.invented for s in mcq.option_seeds) == [False, True, True, True]
     assert all(not s.evidence_ids for s in mcq.option_seeds if s.invented)
     render_prompts = prompts_of(provider, "distractors_render")
-    assert len(render_prompts) == per
+    assert len(render_prompts) == 4
     assert not any("invented" in r.lower() or "counter" in r.lower() for r in render_prompts)
     # the counter-seeds read like any other statement set
     assert any(re.search(r"Statement set:\n- Other 90\.0", r) for r in render_prompts)
@@ -508,9 +468,6 @@ def test_a_thin_life_gets_counter_seeds_marked_invented_in_the_data_only(tmp_pat
     [seeds_prompt] = prompts_of(provider, "distractors_seeds")
     assert all(ref.statement not in seeds_prompt for ref in qa.evidence)
     assert "You are not told the true answer" in seeds_prompt
-    # as plain as a record: asked for a life's "quirks", the written sets came embellished, and readers picked the
-    # key as "the plainest option among embellished ones"
-    assert "told as plainly as a record would" in seeds_prompt and "quirks" not in seeds_prompt
     # room for statements as long as the key's: a flat 60 tokens each cut a Chinese writer's sets short
     [seeds_request] = [r for r in provider.seen if r.task == "distractors_seeds"]
     from synth.stages.options import statement_tokens
@@ -561,8 +518,8 @@ def test_counter_seed_room_follows_the_longest_statement_it_must_match():
 @pytest.mark.parametrize("balance", [False, True])
 def test_a_counter_seed_restating_a_key_statement_is_written_again(tmp_path, balance):
     """A counter-seed for a comparison item copied the key's first statement word for word: that half of the key
-    stood in three of the four options, and a capable reader picked the centre. It is left out and written again
-    (with `[distractors] balance`, among five sets asked for)."""
+    stood in three of the four options, and a capable reader picked the centre. It is left out: written again, or,
+    with spares written (`[distractors] balance`), replaced by one of them."""
     world = QAWorld(tmp_path / "out")
     qa = hand_qa(world)
     provider = ByRule(key_picks=0, restate_once=qa.evidence[0].statement)
@@ -572,9 +529,10 @@ def test_a_counter_seed_restating_a_key_statement_is_written_again(tmp_path, bal
     world.run("distractors")
     [mcq] = world.read("mcq.jsonl", MCQ)
     asked = [r for r in provider.seen if r.task == "distractors_seeds"]
-    first = f"Write {3 + seeds.SPARE if balance else 3} statement sets of 1"
-    assert len(asked) == 2 and first in asked[0].messages[-1]["content"]
-    assert "Write 1 statement set of 1" in asked[1].messages[-1]["content"]
+    if balance:
+        assert len(asked) == 1 and f"Write {3 + seeds.SPARE} statement sets of 1" in asked[0].messages[-1]["content"]
+    else:
+        assert len(asked) == 2 and "Write 1 statement set of 1" in asked[1].messages[-1]["content"]
     invented = [s for s in mcq.option_seeds if s.invented]
     assert len(invented) == 3 and not any("then felt" in line for s in invented for line in s.statements)
 

@@ -296,13 +296,12 @@ class DistractorsSettings(Section):
     redraw: bool = knob("after a round whose no-context validator picked the key, the next round draws new "
                         "distractor seeds (those of the lost round left out) instead of re-rendering the same four: "
                         "what the reader found was the fit of the life's sets to the question, not their wording")
-    balance: bool = knob("five distractor seeds are rendered, not three: the least central on their statements "
-                         "among the life's fitting sets (up to eight), then counter-seeds; the three kept are those "
-                         "whose renderings leave the key's no more central by shared words (people and places "
-                         "included), no closer to the question's words and no longer than another (each set is "
-                         "chosen for what it shares with the key, so three taken in order meet at the key: a reader "
-                         "without the records picks the centroid); off: the first three in the type's order, and as "
-                         "many counter-seeds as needed")
+    balance: bool = knob("the three distractor seeds are chosen among the life's fitting sets (up to eight) so that "
+                         "the key's set is not the most central of the four by shared words or shared people (each "
+                         "set is chosen for what it shares with the key, so three taken in order meet at the key: a "
+                         "reader without the records picks the centroid); counter-seeds are written two more than "
+                         "needed and chosen the same way; off: the first three in the type's order, and as many "
+                         "counter-seeds as needed")
     option_chars: dict[Language, int] = knob("per language: an option rendered from seeds is asked for 75-125% of "
                                              "the reference answer's length, that length taken at most this long "
                                              "(one point per option, not the records' list)")

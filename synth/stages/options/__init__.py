@@ -125,11 +125,11 @@ class Seeder:
         self.people = lambda seed: seeds.seed_people(seed, by_id, self.events)
 
     async def choose(self, qa: QA, state: SeedState) -> list[OptionSeed]:
-        """The key's seed and the distractor seeds: real ones first, counter-seeds written for the rest. A
+        """The key's seed and three distractor seeds: real ones first, counter-seeds written for the rest. A
         multi-point item of one matter (`SeedRule.crossed`) whose key spans records takes one seed of its arc (or a
-        counter-seed) and crosses it with the key (`seeds.cross`). With `[distractors] balance`, SPARE more than
-        three: the least central on their statements among up to eight fitting real seeds (`seeds.balanced`), then
-        counter-seeds; the three to keep are chosen once all are rendered (`render.off_centre`)."""
+        counter-seed) and crosses it with the key (`seeds.cross`). With `[distractors] balance` the three are the
+        triple, among up to eight fitting real seeds and SPARE more counter-seeds than needed, that leaves the key's
+        set least central (`seeds.balanced`)."""
         balance = self.ctx.section.balance
         key, real = seeds.select(qa, self.evidence, self.seen, self.events, state.excluded,
                                  seeds.CANDIDATES if balance else seeds.DISTRACTORS)
@@ -138,26 +138,29 @@ class Seeder:
         # question takes its place
         real = seeds.fitting(real, qa.question, self.ctx.persona.name, key)
         at = seeds.cut(qa, self.seen) if state.crossing and seeds.SEED_RULES[qa.question_type].crossed else 0
-        pool = seeds.DISTRACTORS + (seeds.SPARE if balance and not at else 0)
         if at:  # the other half of the 2×2 is of the same matter: a seed of the item's arc, else a counter-seed
             arcs = {e.id: e.arc_ids for e in self.evidence}
             real = [s for s in real if len(s.statements) == len(key.statements)
                     and all(qa.arc_id in arcs.get(i, ()) for i in s.evidence_ids)][:1]
-        else:  # those that leave the key's set least central (`seeds.balanced`)
-            real = seeds.balanced(key, real, self.people, pool)
-        need = (1 if at else pool) - len(real) - len(state.written)
+        else:  # three that leave the key's set no more central than the most central other (`seeds.balanced`)
+            real = seeds.balanced(key, real, self.people)
+        need = (1 if at else seeds.DISTRACTORS) - len(real) - len(state.written)
+        spare = seeds.SPARE if balance and not at else 0
         for attempt in range(2):  # a set restating a key statement is written once more (then kept: four options)
             if need <= 0:
                 break
-            fresh = await self.counter_seeds(qa, key, real, state, need, attempt)
+            fresh = await self.counter_seeds(qa, key, real, state, need + spare, attempt)
             # a written set restating one of the key's statements puts that half of the key in a third option (or
             # the key in two): it is left out and written again
             copies = seeds.restating(fresh, key) if attempt == 0 else []
             state.written += [seed for seed in fresh if seed not in copies]
             need -= len(fresh) - len(copies)
+        if spare:  # the spares let the off-centre choice apply to written sets too
+            picked = seeds.balanced(key, [*real, *state.written], self.people)
+            real, state.written = [s for s in picked if not s.invented], [s for s in picked if s.invented]
         if at:
             return seeds.cross(seeds.key_seed(qa, self.seen), [*real, *state.written][0], at)
-        return [key, *real, *state.written][: pool + 1]
+        return [key, *real, *state.written][: seeds.DISTRACTORS + 1]
 
     async def counter_seeds(self, qa: QA, key: OptionSeed, real: list[OptionSeed], state: SeedState, need: int,
                             attempt: int) -> list[OptionSeed]:
@@ -181,9 +184,7 @@ class Seeder:
         times (the replacements can be unfit too: a capable renderer found a walk question's first replacements
         without the walk it asks about; counter-seeds, written for the question, fill in once real seeds run out).
         The first round (and a round after the verify judge found the question favouring one option) first
-        rewrites the question over its sets, blind to the key (`[distractors] neutral_question`). With spare sets,
-        an unfit one is simply left out, and the three kept are those whose renderings leave the key's least
-        central (`render.off_centre`)."""
+        rewrites the question over its four sets, blind to the key (`[distractors] neutral_question`)."""
         chosen = await self.choose(qa, state)  # seeds are chosen (and written) for the QA writer's question
         if self.ctx.section.neutral_question and not state.question:
             state.question = await self.neutral(qa, chosen, number)
@@ -195,13 +196,8 @@ class Seeder:
             key = next(seed for seed, _ in rendered if seed.role == "key")
             for seed in unfit:
                 state.drop(seed, key)
-            kept = [pair for pair in rendered if pair[0] not in unfit]
-            if len(kept) > seeds.DISTRACTORS:  # spare renderings take the unfit ones' places
-                rendered, unfit = kept, []
-                break
             rendered, unfit = await self.render(shown, await self.choose(qa, state), number, feedback, again)
-        # the three distractors to keep, chosen on what a reader sees: the renderings (`render.off_centre`)
-        return render.off_centre(rendered, shown.question, self.ctx.persona.name)
+        return rendered
 
     async def neutral(self, qa: QA, chosen: list[OptionSeed], number: int) -> str:
         """The question rewritten so that each of the four sets answers it equally well: one call that sees the

@@ -7,13 +7,11 @@ from __future__ import annotations
 import re
 import statistics
 from functools import lru_cache
-from itertools import combinations
 
 from pydantic import BaseModel, Field, create_model
 
 from synth.llm.cache import content_hash
 from synth.quality.label_check import key_units
-from synth.quality.rules import overlap_centrality
 from synth.records import QA, OptionSeed, Trace
 
 BAND = (0.75, 1.25)  # each option's length, as a share of the reference answer's (the prompt and the guard agree)
@@ -130,41 +128,6 @@ def unanswering(ordered: list[OptionSeed], rendered: list[Rendered]) -> list[Opt
     for "who checked on you"; one without numbers for "what numbers did you give"): a reader without the records
     sets their options aside by the question's premise alone. The key's own set is never replaced."""
     return [seed for seed, one in zip(ordered, rendered, strict=True) if one.cannot_answer and seed.role == "distractor"]
-
-
-def _leads(texts: list[str], asked: set[str]) -> tuple[float, float, float]:
-    """How far the first text stands above the most of the others: by its centrality on shared content words
-    (Chinese: character bigrams; people and places are words too), by the words it shares with the question (as a
-    share of the question's), and by its length (as a share of its own). Positive: a reader without the records sees it as the options' centre, the
-    one echoing the question, the longest."""
-    units = [key_units(t) for t in texts]
-    scores = overlap_centrality(dict(enumerate(units)))
-    central = scores[0] - max(scores[n] for n in range(1, len(units)))
-    echo = (len(units[0] & asked) - max(len(u & asked) for u in units[1:])) / max(1, len(asked))
-    longer = (len(texts[0]) - max(len(t) for t in texts[1:])) / max(1, len(texts[0]))
-    return central, echo, longer
-
-
-def off_centre(rendered: list[tuple[OptionSeed, str]], question: str, name: str = "",
-               count: int = 3) -> list[tuple[OptionSeed, str]]:
-    """The key's rendering and the `count` distractor renderings (of more, when spare sets were rendered) that
-    leave the key's least prominent to a reader without the records: first the fewest measures on which it leads
-    (`_leads`: centre of the options' words and people, echo of the question, length), then the smallest leads, then
-    the drawn order. Seeds chosen on their statements still met at the key once written as answers: capable readers
-    named the rendered options' themes and people ("overlap centre (partner+regulars+course)") and the option
-    echoing the question's words, which the statements' words did not show."""
-    key = next(n for n, (seed, _) in enumerate(rendered) if seed.role == "key")
-    others = [n for n in range(len(rendered)) if n != key]
-    if len(others) <= count:
-        return rendered
-    asked = key_units(question) - key_units(name)
-
-    def cost(triple: tuple[int, ...]) -> tuple[int, float, int]:
-        leads = _leads([rendered[key][1], *(rendered[n][1] for n in triple)], asked)
-        return sum(lead > 0 for lead in leads), round(sum(max(0.0, lead) for lead in leads), 6), sum(triple)
-
-    best = set(min(combinations(others, count), key=cost))
-    return [pair for n, pair in enumerate(rendered) if n == key or n in best]
 
 
 _SENTENCE = re.compile(r"[^.!?。！？;；\n]+")
