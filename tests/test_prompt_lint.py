@@ -415,21 +415,30 @@ def test_words_said_aloud_are_never_hinted_to_a_to_do_list():
     assert traces_stage.plan_variables({}, event, plain, 1, weights, 48, terse=terse)["suggested"] == ["todo_list"]
 
 
-def test_words_reported_without_quotes_are_never_hinted_to_a_to_do_list():
-    """A capable planner was hinted a to-do list for a text to her partner and words to a colleague, both reported
-    without quotation marks: a to-do line cannot hold what was said or written."""
+def planned_hint(statement: str, weights: dict[str, float], rules: tuple[str, ...], participants: tuple[str, ...] = (),
+                 private: bool = False) -> list[str]:
+    """The medium hint for one evidence of an evening moment with `participants`, under the small preset's said and
+    typed words and its media lists named in `rules` ("terse", "addressed", "typed")."""
     from synth.config import conf, settings
     from synth.records import Event, Evidence
 
     section = settings.parse(conf.preset_config("small")).traces
-    terse, said = frozenset(section.terse_media), (tuple(section.said_words), tuple(section.typed_words))
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 15, 19, 30), title="t",
+                  description="d", location="", participant_ids=list(participants))
+    evidence = [Evidence(id="v", persona_id="p", event_id="e", kind="fact", arc_ids=[], private=private,
+                         statement=statement)]
+    media = {rule: frozenset(getattr(section, f"{rule}_media")) for rule in rules}
+    return traces_stage.plan_variables({}, event, evidence, 1, weights, 48, said=(
+        tuple(section.said_words), tuple(section.typed_words)), **media)["suggested"]
+
+
+def test_words_reported_without_quotes_are_never_hinted_to_a_to_do_list():
+    """A capable planner was hinted a to-do list for a text to her partner and words to a colleague, both reported
+    without quotation marks: a to-do line cannot hold what was said or written."""
     weights = {"todo_list": 1e9, "diary": 1e-9}  # the seeded draw alone: the to-do list
-    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 2, 25, 7), title="t",
-                  description="d", location="", participant_ids=["k"])
 
     def hint(statement: str) -> list[str]:
-        evidence = [Evidence(id="v", persona_id="p", event_id="e", kind="opinion", arc_ids=[], statement=statement)]
-        return traces_stage.plan_variables({}, event, evidence, 1, weights, 48, terse=terse, said=said)["suggested"]
+        return planned_hint(statement, weights, ("terse",), ("k",))
 
     assert hint("Dana texted Marcus that his calf raises had got her through twenty minutes.") == ["diary"]
     assert hint("When Kevin joked, Dana told him rest days are a term of the deal.") == ["diary"]
@@ -440,20 +449,10 @@ def test_words_reported_without_quotes_are_never_hinted_to_a_to_do_list():
 def test_private_words_said_to_someone_in_the_moment_are_never_hinted_to_an_email():
     """A capable planner was hinted email for three private things said to her partner over dinner: the one to
     write to sat across the table. Said to someone not in the moment, or typed, the email may stay."""
-    from synth.config import conf, settings
-    from synth.records import Event, Evidence
-
-    section = settings.parse(conf.preset_config("small")).traces
-    addressed, said = frozenset(section.addressed_media), (tuple(section.said_words), tuple(section.typed_words))
     weights = {"email": 1e9, "diary": 1e-9}  # the seeded draw alone: the email
-    dinner = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 15, 19, 30), title="t",
-                   description="d", location="", participant_ids=["marcus"])
 
     def hint(statement: str, private: bool = True) -> list[str]:
-        evidence = [Evidence(id="v", persona_id="p", event_id="e", kind="fact", arc_ids=[], private=private,
-                             statement=statement)]
-        return traces_stage.plan_variables({}, dinner, evidence, 1, weights, 48, addressed=addressed,
-                                           said=said)["suggested"]
+        return planned_hint(statement, weights, ("addressed",), ("marcus",), private)
 
     assert hint("Dana cooked salmon for Marcus and told him at dinner she had been unfair to Tom.") == ["diary"]
     assert hint("晚饭时她当面跟丈夫说，自己对弟弟太不公平了。") == ["diary"]
