@@ -982,6 +982,22 @@ def test_a_question_asks_one_matter_in_at_most_two_parts():
     assert "不要一次问好几处" in body("zh", guessed=guessed)
 
 
+def test_the_options_question_asks_one_part_and_every_option_reaches_its_outcome():
+    """On a measured pass, capable no-context readers named the key as the one option that answered both of the
+    question's parts ("题干分两种情境…D 明确分两段作答") or the one that reached the step the question takes as done
+    ("唯一真正走到'跟家里说了'的选项"): sets from other moments answered one part and stopped short. The multiple-choice
+    question is edited to one part; every rendering, true or not, closes on the outcome the question names."""
+    def body(template: str, language: str) -> str:
+        values = zh_case._qa(template, "causal")
+        return "\n".join(m["content"] for m in render(template, language=language, persona=values.pop("persona"),
+                                                      **values))
+
+    assert "One matter and one part" in body("distractors_question.j2", "en")
+    assert "只问一件事、一个分问" in body("distractors_question.j2", "zh")
+    assert "closes on that outcome" in body("distractors_render.j2", "en")
+    assert "最后用几个字落到那个结果上" in body("distractors_render.j2", "zh")
+
+
 
 def test_a_rewritten_question_keeps_its_types_reasoning():
     """Asked for "one thing no one could guess", capable writers turned guessable pattern, causal, inference and
