@@ -831,3 +831,29 @@ def test_a_set_the_renderer_finds_unable_to_answer_is_replaced_in_the_same_round
     assert all("no date or weekday unless the question asks when" in r for r in renders)
 
 
+
+
+def test_a_distractor_seed_spans_as_many_events_as_the_key():
+    """A pattern's key holds two occasions; seeds of one event each were rendered as one scene beside it, and a
+    capable reader picked "the one giving two instances". Each event here holds two statements."""
+    ev, seen, events = life()
+    twins = []
+    for e in ev:
+        twin = e.model_copy(update={"id": e.id + "b", "statement": e.statement + " (again)"})
+        twins += [e, twin]
+        seen[twin.id] = seen[e.id]
+    refs = [EvidenceRef(statement=e.statement, evidence_id=e.id, digital_trace_ids=["t"]) for e in twins
+            if e.event_id in ("e8", "e10") and not e.id.endswith("b")]
+    qa = item("pattern", [8, 10]).model_copy(update={"evidence": refs})
+    _, found = seeds.select(qa, twins, seen, events)
+
+    def spans(seed: OptionSeed) -> int:
+        return len({i.removesuffix("b") for i in seed.evidence_ids})
+
+    assert found and [spans(s) for s in found] == [2] * len(found)
+    # a key from one event keeps its seeds to one event each
+    one = item("pattern", [8]).model_copy(update={"evidence": [
+        EvidenceRef(statement=e.statement, evidence_id=e.id, digital_trace_ids=["t"]) for e in twins
+        if e.event_id == "e8"]})
+    _, found = seeds.select(one, twins, seen, events)
+    assert found and [spans(s) for s in found] == [1] * len(found)

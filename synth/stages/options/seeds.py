@@ -195,12 +195,12 @@ def ranked(qa: QA, item: ItemView, found: list[Candidate]) -> list[Candidate]:
                   key=lambda c: (tiers[c.evidence.id], content_hash([qa.id, c.evidence.id])))
 
 
-def group(chosen: list[Candidate], size: int, count: int) -> list[OptionSeed]:
-    """At most `count` seeds of exactly `size` statements each, one event per seed (a seed is one other stretch of
-    this life): candidates of one event stay together, the next events fill up; statements in time order."""
-    by_event: dict[str, list[Candidate]] = {}
-    for c in chosen:
-        by_event.setdefault(c.evidence.event_id, []).append(c)
+def group(chosen: list[Candidate], size: int, count: int, spread: int = 1) -> list[OptionSeed]:
+    """At most `count` seeds of exactly `size` statements each, in time order. A seed is one other stretch of this
+    life: one event, its candidates together, the next events filling up — or, with `spread`, as many events as the
+    key's statements come from (one statement of each first, then the rest of those events): a pattern's or a
+    cause's key holds several occasions, and a seed from one event is rendered as one scene (a capable reader
+    picked the key as "the one giving two instances", "the only complete chain")."""
     seeds: list[OptionSeed] = []
     used: set[str] = set()
     for c in chosen:
@@ -208,9 +208,7 @@ def group(chosen: list[Candidate], size: int, count: int) -> list[OptionSeed]:
             break
         if c.evidence.id in used:
             continue
-        parts = [x for x in by_event[c.evidence.event_id] if x.evidence.id not in used][:size]
-        rest = [x for x in chosen if x.evidence.id not in used and x not in parts]
-        parts += rest[: size - len(parts)]
+        parts = _parts(c, [x for x in chosen if x.evidence.id not in used], size, spread)
         if len(parts) < size:  # too few left: a written counter-seed of the key's size takes its place
             break
         used.update(x.evidence.id for x in parts)
@@ -218,6 +216,21 @@ def group(chosen: list[Candidate], size: int, count: int) -> list[OptionSeed]:
         seeds.append(OptionSeed(role="distractor", statements=[x.evidence.statement for x in parts],
                                 evidence_ids=[x.evidence.id for x in parts]))
     return seeds
+
+
+def _parts(first: Candidate, free: list[Candidate], size: int, spread: int) -> list[Candidate]:
+    """One seed's candidates: `first`, one of each of the next `spread - 1` events, the rest of those events, then
+    any (all in the type's order)."""
+    parts, events = [first], {first.evidence.event_id}
+    for x in free:
+        if len(events) >= spread or len(parts) >= size:
+            break
+        if x.evidence.event_id not in events:
+            parts.append(x)
+            events.add(x.evidence.event_id)
+    for fits in (lambda x: x.evidence.event_id in events, lambda x: True):
+        parts += [x for x in free if x not in parts and fits(x)][: size - len(parts)]
+    return parts
 
 
 def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], events: dict[str, Event],
@@ -232,7 +245,8 @@ def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], event
     found = [c for c in candidates(qa, item, evidence, seen, events) if c.evidence.id not in skip]
     size = max(1, min(len(key.statements), GROUP_MAX))
     chosen = ranked(qa, item, found)[: size * count * 2]
-    return key, group(chosen, size, count)
+    spread = 1 if SEED_RULES[qa.question_type].crossed else min(size, len(item.event_ids))
+    return key, group(chosen, size, count, spread)
 
 
 CANDIDATES = 8  # the real seeds `balanced` chooses three from (56 triples)
