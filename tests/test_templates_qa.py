@@ -307,11 +307,34 @@ def test_the_counter_seed_writer_may_name_the_question_s_people_in_every_set(peo
     persona, arcs = people
     task = render("distractors_seeds.j2", language=language, persona=persona, arcs=arcs, question_type="factual",
                   question="What did the moderator make of the guide?", question_time="2022-03-02T20:00",
-                  examples=[], others=[["Gareth Hughes posted the guide on the wiki."]], need=2, size=1)[1]["content"]
+                  examples=[], others=[["Gareth Hughes posted the guide on the wiki."]], need=2, size=1,
+                  occasions=1)[1]["content"]
     assert "Gareth Hughes posted" in task
     rule = ("they may stand in every set, by the same name" if language == "en"
             else "它们可以出现在每一组里，用同样的名字")
     assert rule in task
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_counter_seeds_span_as_many_occasions_as_the_key(people, language):
+    """A key of two occasions beside written sets of one scene each: a capable reader picked "the one giving two
+    instances". The writer is told how many occasions (never what the key says)."""
+    from synth.records import Evidence, OptionSeed
+    from synth.stages.options import seeds
+
+    persona, arcs = people
+    evidence = {f"v{n}": Evidence(id=f"v{n}", persona_id="p", event_id=f"e{n // 2}", kind="fact", statement="s",
+                                  arc_ids=["a"]) for n in range(4)}
+    key = OptionSeed(role="key", statements=["s"] * 3, evidence_ids=["v0", "v1", "v2"])
+    assert seeds.occasions(key, evidence) == 2 and seeds.occasions(OptionSeed(role="key", statements=["s"]), {}) == 1
+
+    def task(occasions: int) -> str:
+        return render("distractors_seeds.j2", language=language, persona=persona, arcs=arcs, question_type="pattern",
+                      question="How do you usually answer Priya?", question_time="2022-03-02T20:00", examples=[],
+                      others=[], need=2, size=3, occasions=occasions)[1]["content"]
+
+    rule = "come from 2 different occasions" if language == "en" else "来自 2 个不同的场合"
+    assert rule in task(2) and "occasions" not in task(1) and "场合" not in task(1)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

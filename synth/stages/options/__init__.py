@@ -121,7 +121,7 @@ class Seeder:
         self.seen = first_seen(ctx.traces)
         self.events = {e.id: e for e in ctx.events}
         self.traces = ctx.traces_by_id
-        by_id = {e.id: e for e in self.evidence}
+        self.by_id = by_id = {e.id: e for e in self.evidence}
         self.people = lambda seed: seeds.seed_people(seed, by_id, self.events)
 
     async def choose(self, qa: QA, state: SeedState) -> list[OptionSeed]:
@@ -172,7 +172,8 @@ class Seeder:
         written = await self.ctx.ask(
             "distractors_seeds", "distractors_seeds.j2",
             render.counter_seed_variables(qa, self.ctx.persona, self.ctx.arcs, examples, [*real, *state.written],
-                                          need, size), render.counter_seeds_model(need, size),
+                                          need, size, seeds.occasions(key, self.by_id)),
+            render.counter_seeds_model(need, size),
             max_tokens=answer_tokens(self.ctx, need * size * statement_tokens([*key.statements, *examples]) + 120),
             sample=attempt)
         return render.invented(written, need, size)

@@ -147,15 +147,17 @@ def copied_sentence(texts: list[str], traces: list[Trace], language: str) -> str
 
 
 def counter_seed_variables(qa: QA, persona, arcs, examples: list[str], real: list[OptionSeed], need: int,
-                           size: int) -> dict:
+                           size: int, occasions: int = 1) -> dict:
     """The counter-seed writer sees the question, statements of the person's records from other moments (their form
     only), the real seeds chosen so far (not to repeat them), and how many seeds of how many statements to write —
     never the key: sets written around the true one orbit it (dates one day either side of its date, its details
     swapped one at a time), which a reader finds as the options' centre. One that happens to be true is caught by
-    the verify judge."""
+    the verify judge. `occasions`: how many events the key's statements come from, each set spanning as many (its form,
+    as `size` is: a set of one scene beside a key of two occasions was the one option a reader passed over)."""
     return {"persona": persona, "arcs": arcs, "question_type": qa.question_type, "question": qa.question,
             "question_time": qa.question_time.isoformat(timespec="minutes"), "examples": examples,
-            "others": [s.statements for s in real], "need": need, "size": size}
+            "others": [s.statements for s in real], "need": need, "size": size,
+            "occasions": min(occasions, size)}
 
 
 EXAMPLE_TOUCH = 2  # a form example sharing this many content units with the question is about its matter

@@ -218,6 +218,11 @@ def group(chosen: list[Candidate], size: int, count: int, spread: int = 1) -> li
     return seeds
 
 
+def occasions(seed: OptionSeed, evidence: dict[str, Evidence]) -> int:
+    """How many events a seed's statements come from (at least 1): what a written seed is asked to span too."""
+    return max(1, len({evidence[i].event_id for i in seed.evidence_ids if i in evidence}))
+
+
 def _parts(first: Candidate, free: list[Candidate], size: int, spread: int) -> list[Candidate]:
     """One seed's candidates: `first`, one of each of the next `spread - 1` events, the rest of those events, then
     any (all in the type's order)."""
