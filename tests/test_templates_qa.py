@@ -246,6 +246,29 @@ def test_settled_facts_are_the_windows_phases_and_events_newest_first_and_bounde
     assert asked[0].startswith("2022-01-13 GP check")
 
 
+def test_settled_facts_keep_every_phase_of_a_long_window_before_its_events():
+    """A 75-day window's newest twelve events and phases left its July phases out; a capable planner of an
+    unanswerable question had to keep clear of what July had settled without seeing it."""
+    import datetime as dt
+
+    from synth.life.windows import Segment, Window
+    from synth.records import Event, Phase, Snapshot
+    from synth.stages.qa import DECIDED_LINES, settled_facts
+
+    still = Snapshot(energy=5, stress=5, dominant_emotion="calm", focus="work", arc_status={})
+    window = Window(index=0, start=dt.date(2022, 7, 1), end=dt.date(2022, 9, 13))
+    segment = Segment(arc_id="a", window=window, evidence=(), new_ids=frozenset())
+    phases = [Phase(id=f"ph{n}", persona_id="p", major_event_id="m", index=n, title=f"phase {n}",
+                    description="moved in together" if n == 0 else "d", start=start, end=start + dt.timedelta(days=9),
+                    snapshot_before=still, snapshot_after=still)
+              for n, start in enumerate(dt.date(2022, 7, 1) + dt.timedelta(days=10 * k) for k in range(4))]
+    events = [Event(id=f"e{d}", persona_id="p", phase_id="ph3", time=dt.datetime(2022, 8, d, 9), title=f"day {d}",
+                    description="e", location="", participant_ids=[]) for d in range(1, 31)]
+    facts = settled_facts(segment, phases, events)
+    assert len(facts) == DECIDED_LINES and any("moved in together" in f for f in facts)
+    assert [f for f in facts if f.startswith("2022-07")][-1].startswith("2022-07-01–2022-07-10 phase 0")
+
+
 def test_a_plan_whose_outline_names_a_date_the_evidence_does_not_state_is_asked_again():
     """Outlines carried dates no trace held ("3月5日"); the writer then had to avoid them. A date the selected
     evidence does not state is refused with its reason (a re-ask); one it states ("since August", "on Sunday": the

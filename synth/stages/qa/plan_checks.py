@@ -36,16 +36,19 @@ def settled_facts(segment: Segment, phases: Sequence, events: Sequence, topic: s
     units with it come first and are cut only at TOPIC_CHARS: the option writer of an unanswerable question about
     a counsellor's fee found the one event that might settle it cut off ("…"). Before the window too: what the
     life settled earlier is as true when the question is asked (a capable planner's list began at the window's
-    first day, leaving a January blood-pressure check unprotected); the window's own facts come first."""
+    first day, leaving a January blood-pressure check unprotected); the window's own facts come first. The phases'
+    summaries come before the events: a 75-day window's newest dozen events left its first month's phases out, and a
+    capable planner had to guess what July had settled."""
     hi = segment.window.end  # newest first puts the window's own facts before earlier ones (all end before it)
     events_of = [(e.time.date(), f"{e.time.date().isoformat()} {e.title}: {e.description}") for e in events
                  if e.time.date() <= hi]
     spans = [(p.end, f"{p.start.isoformat()}–{p.end.isoformat()} {p.title}: {p.description}") for p in phases
              if p.start <= hi]
-    lines = [text for _, text in sorted(events_of + spans, key=lambda x: x[0], reverse=True)]
+    summaries = [text for _, text in sorted(spans, key=lambda x: x[0], reverse=True)]
+    lines = summaries + [text for _, text in sorted(events_of, key=lambda x: x[0], reverse=True)]
     about = key_units(topic)
     near = {text for text in lines if about and len(key_units(text) & about) >= TOPIC_UNITS}
-    whole = near | {text for _, text in spans}
+    whole = near | set(summaries)
     ordered = [text for text in lines if text in near] + [text for text in lines if text not in near]
     return [clipped(text, TOPIC_CHARS if text in whole else DECIDED_CHARS) for text in ordered[:DECIDED_LINES]]
 
