@@ -370,8 +370,8 @@ def test_counter_seeds_are_asked_to_be_as_ordinary_as_records(people, language):
     task = render("distractors_seeds.j2", language=language, persona=persona, arcs=arcs, question_type="pattern",
                   question="How do you usually answer Priya?", question_time="2022-03-02T20:00", examples=[],
                   others=[], need=2, size=2, occasions=1)[1]["content"]
-    rules = (["as ordinary as records are", "No symbolic gesture", "no more figures than the statements above"]
-             if language == "en" else ["写得像记录一样平常", "不写有象征意味的举动", "数字不比上面的陈述多"])
+    rules = (["as ordinary as records are", "No symbolic gesture", "no figure the question does not ask for"]
+             if language == "en" else ["写得像记录一样平常", "不写有象征意味的举动", "问题没问到的数字不写"])
     assert all(rule in task for rule in rules)
 
 
