@@ -215,7 +215,11 @@ def test_voice_waves_and_reference_read_only_earlier_traces():
                                            content=f"text {tid} " * 20)
     written = [trace("t1", 1, "diary"), trace("t2", 3, "email"), trace("t3", 5, "diary"), trace("t4", 9, "diary")]
     voice = traces_stage.voice_reference(written, "diary", dt.datetime(2022, 1, 8), 2, 12)
-    assert [v["content"] for v in voice] == ["text t1 text", "text t3 text"], "latest two before, oldest first"
+    assert [v["content"] for v in voice] == ["text t1…", "text t3…"], "latest two before, oldest first"
+    # cut after a whole sentence, never mid-quote (a writer was shown a diary stopping at "从来没被问过，“以后”里")
+    diary = written[0].model_copy(update={"content": "我下班后一个人去了江滩走了很久。可我好像从来没被问过，“以后”里有没有我想要的。"})
+    [cut] = traces_stage.voice_reference([diary], "diary", dt.datetime(2022, 1, 8), 1, 24)
+    assert cut["content"] == "我下班后一个人去了江滩走了很久。…"
     assert traces_stage.voice_reference(written, "diary", dt.datetime(2022, 1, 8), 0, 12) == []
 
 

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.core import chain
+from synth.core.text import clipped
 from synth.core.tokens import estimate_tokens
 from synth.llm.base import Reask
 from synth.records import Event, Evidence, Trace, mint_id
@@ -86,10 +87,11 @@ def told_delay(event: Event, key_information: str, delay_hours: float, max_delay
 
 
 def voice_reference(written: list[Trace], medium: str, before: dt.datetime, count: int, chars: int) -> list[dict]:
-    """The person's latest `count` traces of `medium` written before `before`, oldest first, each cut to `chars`:
-    the writer's voice reference."""
+    """The person's latest `count` traces of `medium` written before `before`, oldest first, each cut to `chars`
+    after a whole sentence: the writer's voice reference (a capable writer was shown a diary stopping mid-quote,
+    "可我好像从来没被问过，“以后”里")."""
     same = sorted((t for t in written if t.medium == medium and t.time < before), key=lambda t: (t.time, t.id))
-    return [{"time": t.time.isoformat(timespec="minutes"), "content": t.content[:chars]}
+    return [{"time": t.time.isoformat(timespec="minutes"), "content": clipped(t.content, chars)}
             for t in same[len(same) - count:]] if count > 0 else []
 
 

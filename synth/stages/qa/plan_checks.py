@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from synth.config import question_types
 from synth.core.calendar import EN_WEEKDAYS, ZH_DAYS, ZH_WEEKDAY
+from synth.core.text import clipped
 from synth.core.tokens import estimate_tokens
 from synth.life.windows import Segment
 from synth.llm.base import Reask
@@ -51,24 +52,6 @@ def settled_facts(segment: Segment, phases: Sequence, events: Sequence, topic: s
     whole = near | set(summaries)
     ordered = [text for text in lines if text in near] + [text for text in lines if text not in near]
     return [clipped(text, TOPIC_CHARS if text in whole else DECIDED_CHARS) for text in ordered[:DECIDED_LINES]]
-
-
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]")
-_CLAUSE = re.compile(r"[.!?;,](?=\s)|[。！？；，]")
-
-
-def clipped(text: str, limit: int) -> str:
-    """`text` within `limit` characters, cut after its last sentence end (else clause end, else its last space,
-    else anywhere) and marked with an ellipsis: a fact cut mid-word ("by 2:40 p.m. s") leaves the planner unable to
-    tell what was settled, and one cut mid-sentence ("during her 'offline' block,…") half-says it."""
-    if len(text) <= limit:
-        return text
-    head = text[: limit - 1]
-    sentences = [m.end() for m in _SENTENCE_END.finditer(head) if m.start() > limit // 3]
-    clauses = [m.end() for m in _CLAUSE.finditer(head) if m.start() > limit // 2]
-    spaces = [m.start() for m in re.finditer(r"\s", head) if m.start() > limit // 2]
-    cut = (sentences or clauses or spaces or [len(head)])[-1]
-    return head[:cut].rstrip() + "…"
 
 
 def relied_on(outline: str, segment: Segment, chosen: Sequence[int]) -> list[int]:
