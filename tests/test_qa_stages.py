@@ -455,11 +455,17 @@ def test_a_later_type_plans_knowing_what_earlier_types_planned_on_the_same_arc(w
     assert not any("already planned" in r.messages[-1]["content"] for r in factual), "the first type plans blind"
     shown = [r for r in causal if "- a factual question: FIRST-OUTLINE (evidence: " in r.messages[-1]["content"]]
     assert shown, "a causal planner on an arc with a factual plan over shared evidence sees its outline"
+    # the rule says what `twin_plan` does: a plan on (nearly) the same evidence is asked again whatever its angle
+    # (a capable planner read "the same evidence and the same answer" as allowing an unanswerable twin, and was
+    # bounced)
+    rule = shown[0].messages[-1]["content"]
+    assert "on (nearly) the same evidence, not even from another angle" in rule and "another angle:" not in rule
     arcs_planned = {r.messages[-1]["content"].split("Life arc: ")[1].split("\n")[0] for r in factual}
-    for request in causal:
-        arc = request.messages[-1]["content"].split("Life arc: ")[1].split("\n")[0]
+    for request in causal:  # a re-asked plan's last message is the re-ask: its task is the one before it
+        task = next(m["content"] for m in reversed(request.messages) if "Life arc: " in m["content"])
+        arc = task.split("Life arc: ")[1].split("\n")[0]
         if arc not in arcs_planned:
-            assert "already planned" not in request.messages[-1]["content"], "another arc's plans stay out"
+            assert "already planned" not in task, "another arc's plans stay out"
 
 
 def test_a_plan_on_an_earlier_plans_evidence_is_asked_again_then_dropped(world):
