@@ -981,6 +981,18 @@ def test_a_question_asks_one_matter_in_at_most_two_parts():
     assert "not several at once" in body("en", guessed=guessed)
     assert "不要一次问好几处" in body("zh", guessed=guessed)
 
+    # a rewrite asking "which occasions show the habit" still gets an answer in sentences: a capable writer read the
+    # rewrite rule as inviting a list against the answer rule's "connected sentences, not a list"
+    def pattern_body(language: str) -> str:
+        values = zh_case._qa("qa_write.j2", "pattern")
+        return "\n".join(m["content"] for m in render("qa_write.j2", language=language, persona=values.pop("persona"),
+                                                      **{**values, "guessed": guessed}))
+
+    pattern = {language: pattern_body(language) for language in ("en", "zh")}
+    assert "which occasions in the records show the habit" in pattern["en"]
+    assert "The answer still tells them in connected sentences" in pattern["en"]
+    assert "answer 仍用连贯的句子把它们说出来" in pattern["zh"]
+
 
 def test_the_options_question_asks_one_part_and_every_option_reaches_its_outcome():
     """On a measured pass, capable no-context readers named the key as the one option that answered both of the
