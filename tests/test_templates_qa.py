@@ -360,21 +360,6 @@ def test_counter_seeds_span_as_many_occasions_as_the_key(people, language):
     assert rule in task(2) and "occasions" not in task(1) and "场合" not in task(1)
 
 
-
-@pytest.mark.parametrize("language", ["en", "zh"])
-def test_counter_seeds_are_asked_to_be_as_ordinary_as_records(people, language):
-    """Nearly every distractor of a measured pass was written, and capable readers passed over the written sets as
-    "精心设计的象征性桥段" and "数字和情节堆砌": a new scheme or fund brought in to explain them, sums the records never
-    held, a clean ending where the true one was left open."""
-    persona, arcs = people
-    task = render("distractors_seeds.j2", language=language, persona=persona, arcs=arcs, question_type="pattern",
-                  question="How do you usually answer Priya?", question_time="2022-03-02T20:00", examples=[],
-                  others=[], need=2, size=2, occasions=1)[1]["content"]
-    rules = (["as ordinary as records are", "No symbolic gesture", "no figure the question does not ask for"]
-             if language == "en" else ["写得像记录一样平常", "不写有象征意味的举动", "问题没问到的数字不写"])
-    assert all(rule in task for rule in rules)
-
-
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_an_earlier_plan_with_evidence_in_another_stretch_says_so(people, language):
     """A writer read an earlier outline relying on a breakdown its listed numbers did not cover."""
