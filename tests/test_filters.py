@@ -281,6 +281,14 @@ def test_filter_stage_names_the_first_failing_filter_and_records_blind_answers(t
                   if r.task == "filter_sufficiency" and "Which company" in r.messages[-1]["content"])
     assert "Statement" in prompt and "most related to the question, from every life arc" in prompt
     assert "--- " in prompt  # it reads traces, not only the arc's statements
+    # every sufficiency judge sees the person's background, which the QA writer saw: a capable judge rejected
+    # answers for "回深圳以后" and "in the staff room", the person's own city and workplace
+    from synth.records import Persona
+
+    [persona] = world.read("persona.jsonl", Persona)
+    judged = [r.messages[-1]["content"] for r in model.seen if r.task == "filter_sufficiency"]
+    assert judged and all("The person's background" in t and persona.backstory in t for t in judged)
+    assert all(f"{r.name} ({r.relation})" in t for t in judged for r in persona.relations)
     report = json.loads((world.dir / "filter_report.json").read_text())
     assert report["kept"] == 8 and report["open_valid"] == 7 and report["mcq_valid"] == 3
     assert report["by_type"]["causal"] == {"generated": 14, "open_valid": 6, "mcq_valid": 2}

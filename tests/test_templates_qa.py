@@ -54,7 +54,7 @@ def variables(template: str, persona: Persona, arcs: list[LifeArc], language: st
                                   "evidence": evidence, "traces": traces, "style_of": "", "settled": []},
         "distractors_validate.j2": {"question": "QUESTION-TEXT", "question_time": "2022-03-02T20:00",
                                     "choices": choices},
-        "filter_sufficiency.j2": {"question_type": question_type, "question": "QUESTION-TEXT",
+        "filter_sufficiency.j2": {"persona": persona, "question_type": question_type, "question": "QUESTION-TEXT",
                                   "question_time": "2022-03-02T20:00",
                                   "answer": "ANSWER-TEXT", "unanswerable": question_type == "unanswerable",
                                   "evidence": evidence, "traces": traces, "settled": []},

@@ -89,12 +89,15 @@ def shown_evidence(item: MCQ, seen: dict[str, dt.datetime], evidence: list[Evide
 
 
 def sufficiency_variables(item: MCQ, shown: list[dict], traces: dict[str, Trace], prompts: PromptsSettings,
-                          related: list[str] | None = None) -> dict:
+                          related: list[str] | None = None, persona=None) -> dict:
     """What the sufficiency judge reads: an answerable item's evidence and traces; an unanswerable item's arc
-    evidence and the persona's traces most related to the question across every arc (`related`), up to its time."""
+    evidence and the persona's traces most related to the question across every arc (`related`), up to its time;
+    and `persona`'s background (who they are, where they live and work, the people around them), which the QA
+    writer saw too: a capable judge rejected answers for "回深圳以后" and "in the staff room", the person's own city
+    and workplace, as details "no evidence states"."""
     ids = [t for t in item.digital_trace_ids if t in traces] if answerable(item) else list(related or [])
     return {
-        "question_type": item.question_type, "question": item.question,
+        "persona": persona, "question_type": item.question_type, "question": item.question,
         "question_time": item.question_time.isoformat(timespec="minutes"), "answer": item.answer,
         "unanswerable": not answerable(item), "evidence": shown, "settled": item.settled,
         "traces": trace_excerpts(ids, traces, prompts, statements_of(item.evidence) or [item.question]),
@@ -178,7 +181,8 @@ class Judge:
     async def sufficiency(self, item: MCQ) -> Sufficiency:
         shown = shown_evidence(item, self.first_seen, self.evidence, self.section.sufficiency_max_evidence)
         return await self.ctx.ask("filter_sufficiency", "filter_sufficiency.j2",
-                                  sufficiency_variables(item, shown, self.traces, self.prompts, self.related(item)),
+                                  sufficiency_variables(item, shown, self.traces, self.prompts, self.related(item),
+                                                        self.ctx.persona),
                                   Sufficiency)
 
     async def single_trace(self, item: MCQ, trace_id: str) -> tuple[str, Blind]:
