@@ -958,37 +958,32 @@ def test_counter_seeds_tell_what_happened_not_what_would_have():
     assert "也不要写“要是……就会……”这样的设想" in zh and "反转结尾" in zh
 
 
+def scripted_prompt(template: str, language: str, question_type: str = "causal", **extra) -> str:
+    """Every message of `template` rendered over the scripted Chinese case of `question_type` (`extra` on top)."""
+    values = zh_case._qa(template, question_type)
+    return "\n".join(m["content"] for m in render(template, language=language, persona=values.pop("persona"),
+                                                  **{**values, **extra}))
+
+
 def test_a_question_asks_one_matter_in_at_most_two_parts():
     """Rewritten until a no-context reader could not guess them, a capable writer's questions came out in three and
     four parts ("what did he say, what happened that first day, where have you landed?"); only the key's set
     answered every part, and the multiple-choice readers picked it by that."""
     def body(language: str, **extra) -> str:
-        values = zh_case._qa("qa_write.j2", "causal")
-        return "\n".join(m["content"] for m in render("qa_write.j2", language=language,
-                                                      persona=values.pop("persona"), **{**values, **extra}))
+        return scripted_prompt("qa_write.j2", language, **extra)
 
     assert "Ask about one matter, in at most two parts" in body("en") and "问一件事，最多分两问" in body("zh")
     # the planner's outline keeps to the same rule: a capable writer was handed an outline asking three things
-    def plan_body(language: str) -> str:
-        values = zh_case._qa("qa_plan.j2", "causal")
-        return "\n".join(m["content"] for m in render("qa_plan.j2", language=language, persona=values.pop("persona"),
-                                                       **values))
-
-    plan = {language: plan_body(language) for language in ("en", "zh")}
+    plan = {language: scripted_prompt("qa_plan.j2", language) for language in ("en", "zh")}
     assert "The outline's question asks about one matter, in at most two parts" in plan["en"]
     assert "提纲里的问题问一件事，最多分两问" in plan["zh"]
     guessed = [{"question": "q", "answer": "a", "reason": "r"}]
     assert "not several at once" in body("en", guessed=guessed)
     assert "不要一次问好几处" in body("zh", guessed=guessed)
-
     # a rewrite asking "which occasions show the habit" still gets an answer in sentences: a capable writer read the
     # rewrite rule as inviting a list against the answer rule's "connected sentences, not a list"
-    def pattern_body(language: str) -> str:
-        values = zh_case._qa("qa_write.j2", "pattern")
-        return "\n".join(m["content"] for m in render("qa_write.j2", language=language, persona=values.pop("persona"),
-                                                      **{**values, "guessed": guessed}))
-
-    pattern = {language: pattern_body(language) for language in ("en", "zh")}
+    pattern = {language: scripted_prompt("qa_write.j2", language, "pattern", guessed=guessed)
+               for language in ("en", "zh")}
     assert "which occasions in the records show the habit" in pattern["en"]
     assert "The answer still tells them in connected sentences" in pattern["en"]
     assert "answer 仍用连贯的句子把它们说出来" in pattern["zh"]
@@ -1000,15 +995,12 @@ def test_the_options_question_asks_one_part_and_every_option_reaches_its_outcome
     ("唯一真正走到'跟家里说了'的选项"): sets from other moments answered one part and stopped short. The multiple-choice
     question is edited to one part; every rendering, true or not, closes on the outcome the question names."""
     def body(template: str, language: str) -> str:
-        values = zh_case._qa(template, "causal")
-        return "\n".join(m["content"] for m in render(template, language=language, persona=values.pop("persona"),
-                                                      **values))
+        return scripted_prompt(template, language)
 
     assert "One matter and one part" in body("distractors_question.j2", "en")
     assert "只问一件事、一个分问" in body("distractors_question.j2", "zh")
     assert "closes on that outcome" in body("distractors_render.j2", "en")
     assert "最后用几个字落到那个结果上" in body("distractors_render.j2", "zh")
-
 
 
 def test_a_rewritten_question_keeps_its_types_reasoning():
