@@ -1052,3 +1052,36 @@ def test_a_name_the_event_has_the_person_note_down_is_given():
     assert "A name the description has the person write down, look up or learn (a programme, a shop, a course) " \
            "is given in it" in text("events_generate.j2", "en")
     assert "描述里此人记下、打听到或查到的名字（一个项目、一家店、一门课）要写出来" in text("events_generate.j2", "zh")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_each_arc_of_a_moment_stands_on_its_own_line(language):
+    """A capable writer found the moving arc's note run straight into the registry's heading ("…不以这个状态为准）后来
+    出现的人和地点"): a line ending in a block tag lost its newline, so two arcs shared a line too."""
+    values = (en_case.variables("traces_plan.j2", "en") if language == "en"
+              else {"persona": zh_case.PERSONA, **zh_case._generation("traces_plan.j2")})
+    state = {"label": "guarded", "description": "keeps to herself", "trigger": "t", "cues": ["short replies"]}
+    values["moment_arcs"] = [{"id": "a1", "label": "Trust", "index": 0, "state": state, "moving": True},
+                             {"id": "a2", "label": "Work", "index": 0, "state": state, "moving": False}]
+    values["people"] = [{"kind": "person", "name": "Dr Okafor", "relation": "consultant", "description": "brisk"}]
+    text = "\n".join(m["content"] for m in render("traces_plan.j2", language=language, **values))
+    lines = text.splitlines()
+    opening = ('- "Trust" at', '- "Work" at') if language == "en" else ("- 「Trust」", "- 「Work」")
+    assert all(sum(line.startswith(o) for line in lines) == 1 for o in opening), text
+    arc_lines = [line for line in lines if line.startswith(opening)]
+    assert all("Dr Okafor" not in line and line.count("guarded") == 1 for line in arc_lines)
+
+
+JOINED = re.compile(r"[。．.!?！？)）」\]”\"：:]- \S|[。.)）：:]---")
+
+
+@pytest.mark.parametrize("name", zh_case.templates())
+def test_no_list_item_or_field_runs_into_the_line_before(name):
+    """Trace writers were shown their evidence as one line ("- A。- B。- C。此人以前…") and planners the schema's fields
+    run together ("…就填 feasible 为 false。- temporal_scope：…"): a line ending in a block tag loses its newline
+    under trim_blocks. Every scripted render, in both languages, keeps each item on its own line."""
+    for values in zh_case.scripted(name):
+        for language in ("en", "zh"):
+            text = "\n".join(m["content"] for m in render(name, language=language, **values))
+            joined = [line for line in text.splitlines() if JOINED.search(line)]
+            assert not joined, f"prompts/{name} ({language}): {joined[0][:160]}"
