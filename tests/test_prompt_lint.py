@@ -1085,3 +1085,15 @@ def test_no_list_item_or_field_runs_into_the_line_before(name):
             text = "\n".join(m["content"] for m in render(name, language=language, **values))
             joined = [line for line in text.splitlines() if JOINED.search(line)]
             assert not joined, f"prompts/{name} ({language}): {joined[0][:160]}"
+
+
+def test_the_events_prompt_says_who_counts_as_there_for_a_call_or_messages():
+    """A capable writer asked whether the friend who sent a voice message, or the advisor on the other end of a
+    chat, is a participant ("在场的人"): the rules of traces (words said aloud to someone present) read it as there."""
+    def body(language: str) -> str:
+        values = ({"persona": zh_case.PERSONA, **zh_case._generation("events_generate.j2")} if language == "zh"
+                  else en_case.variables("events_generate.j2", "en"))
+        return "\n".join(m["content"] for m in render("events_generate.j2", language=language, **values))
+
+    assert "someone reached only by a call or by messages is not there, and the description names them" in body("en")
+    assert "只通过电话或消息联系的人不算在场，在描述里写出是谁" in body("zh")
