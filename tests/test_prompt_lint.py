@@ -458,6 +458,10 @@ def test_private_words_said_to_someone_in_the_moment_are_never_hinted_to_an_emai
     assert hint("晚饭时她当面跟丈夫说，自己对弟弟太不公平了。") == ["diary"]
     assert hint("Dana cooked salmon for Marcus and told him at dinner.", private=False) == ["email"]
     assert hint("Dana emailed her sister that she had been unfair to Tom.") == ["email"]
+    # told by name, over a pint: a capable planner was hinted email for words said to a friend at the pub
+    told = "Over a pint on 10 March Ciaran told Darragh, 'I've been talking to someone, actually,' and Darragh nodded."
+    assert hint(told) == ["diary"]
+    assert hint("Ciaran told Darragh in a text that he had been talking to someone.") == ["email"]
 
 
 def test_words_said_aloud_are_never_hinted_to_a_message_thread():
