@@ -250,6 +250,41 @@ def test_the_change_an_event_tells_first_comes_in_its_first_phase():
     assert list(phases_stage.told_order("同学聚会后，她查清了三所学校的截止时间。", zh, before, target)) == ["opi", "exp"]
 
 
+def test_a_change_the_event_dates_later_waits_for_its_phase():
+    """A writer's first phase was told the state "paid in full" while the event's own text said "his last invoice is
+    paid on 31 January", a date of the second phase; a change dated inside a phase's range makes the phase end on
+    that day or later."""
+    import datetime as dt
+
+    from synth.records import LifeArc, MajorEvent
+
+    def arc(arc_id: str, trigger: str) -> LifeArc:
+        states = [{"label": "before", "description": "d", "trigger": "t", "cues": []},
+                  {"label": "after", "description": "d", "trigger": trigger, "cues": []}]
+        return LifeArc(id=arc_id, persona_id="p", dimension="experience", title=arc_id, description="d",
+                       anchor_states=states)
+
+    arcs = [arc("pay", "his last invoice is paid"), arc("gym", "joins the climbing gym")]
+    told = "He joins the climbing gym on 12 January. His last invoice is paid on 31 January, and he exhales."
+    event = MajorEvent(id="m", persona_id="p", index=0, title="M", description=told, start=dt.date(2022, 1, 10),
+                       end=dt.date(2022, 2, 8), arc_states=[])
+    before, target = {"pay": 0, "gym": 0}, {"pay": 1, "gym": 1}
+    days = phases_stage.trigger_days(told, arcs, before, target, event.start)
+    assert days == {"pay": dt.date(2022, 1, 31), "gym": dt.date(2022, 1, 12)}
+    after = phases_stage.states_after(before, target, 0, 2)
+    assert after == {"pay": 1, "gym": 0}, "arc order alone would put the invoice first"
+    slot = phases_stage.phase_slot(event, 0, 2, None, None, phases_stage.phases_reaching(after, target, 0, 2))
+    assert slot.date(slot.high) < dt.date(2022, 1, 31)
+    slot, after = phases_stage.dated_slot(slot, days, before, after, target, None, None)
+    assert after == {"pay": 0, "gym": 1}
+    assert slot.date(slot.low) == dt.date(2022, 1, 12), "the phase takes in the day its change is dated to"
+    # the last phase reaches every target, whatever its text dates
+    assert phases_stage.states_after(after, target, 1, 2, frozenset({"pay"})) == target
+    zh = [arc("pay", "尾款到账"), arc("gym", "办了攀岩馆的卡")]
+    assert phases_stage.trigger_days("他1月12日办了攀岩馆的卡。尾款1月31日到账。", zh, before, target,
+                                     event.start) == days
+
+
 def test_a_state_comes_where_its_outcome_is_told_not_its_first_cause():
     """A writer's event told an invitation to demo at a festival at its start, the side projects shelved next and
     the demo itself at its end; the state "presenting on stage" (trigger: the invitation) came in the first phase

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from functools import lru_cache
 
 # the holidays package names holidays in these languages (its default otherwise)
@@ -176,3 +177,50 @@ def days_needed(text: str) -> list[set[int]]:
 def weekdays_between(first: dt.date, last: dt.date) -> set[int]:
     """The weekdays the days from `first` to `last` (inclusive) fall on."""
     return {(first + dt.timedelta(days=n)).weekday() for n in range(min(7, (last - first).days + 1))}
+
+
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
+_MON = "|".join(m[:3].capitalize() + f"(?:{m[3:]})?" for m in MONTHS)
+# an English day of a month ("March 5", "Mar. 5th", "31 January", "the 5th of March"): a month name alone is not
+# that precise
+EN_DATE = re.compile(rf"\b(?:({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON}))\b")
+# a Chinese month (and day) in digits or numerals, however spaced or padded: "3 月 4 日", "03月04号", "３月４日",
+# "三月四日" → "3月4日" (a capable writer's "九月九日" was refused against evidence saying "9月9日")
+_ZH_NUMBER = r"[0-9０-９]{1,2}|[一二三四五六七八九十]{1,3}"
+ZH_DATE = re.compile(rf"({_ZH_NUMBER})\s*月(?:\s*({_ZH_NUMBER})\s*[日号])?")
+_ZH_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九", 1)}
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+
+
+def zh_int(written: str) -> int:
+    """A month or day as a number, from digits (any width) or Chinese numerals up to 三十一 ("十二" → 12)."""
+    written = unicodedata.normalize("NFKC", written)
+    if written.isdigit():
+        return int(written)
+    tens, _, ones = written.rpartition("十")
+    if "十" not in written:
+        return _ZH_DIGITS.get(written, 0)
+    return (_ZH_DIGITS.get(tens, 0) if tens else 1) * 10 + _ZH_DIGITS.get(ones, 0)
+
+
+def days_named(text: str, near: dt.date) -> list[dt.date]:
+    """The calendar days a text names ("31 January", "March 5th", "1月31日", "2022-01-31"), a day without its year
+    in the year that puts it nearest `near`; a month without a day, or a day that does not exist, is left out."""
+    found: list[tuple[int, int, int | None]] = [(int(y), int(m), int(d)) for y, m, d in _ISO_DATE.findall(text)]
+    for m in EN_DATE.finditer(_ISO_DATE.sub(" ", text)):
+        month, day = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        found.append((0, next(n for n, x in enumerate(MONTHS, 1) if x.startswith(month[:3].lower())), int(day)))
+    found += [(0, zh_int(m.group(1)), zh_int(m.group(2))) for m in ZH_DATE.finditer(text) if m.group(2)]
+    days = []
+    for year, month, day in found:
+        options = [year] if year else [near.year - 1, near.year, near.year + 1]
+        dated = []
+        for y in options:
+            try:
+                dated.append(dt.date(y, month, day))
+            except ValueError:
+                continue
+        if dated:
+            days.append(min(dated, key=lambda d: abs((d - near).days)))
+    return days

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 
 from pydantic import BaseModel, Field, create_model
 
-from synth.core.calendar import country_of, days_needed, holidays_between, weekdays_between
+from synth.core.calendar import country_of, days_named, days_needed, holidays_between, weekdays_between
 from synth.engine.stage import Records, Stage, StageContext
 from synth.life.registry_view import bounded_registry
 from synth.quality.label_check import key_units, naming_units
@@ -57,21 +58,26 @@ def phase_count(event: MajorEvent, per_event: int, everyday_days: int | None = N
     return max(1, min(per_event, days))
 
 
-def states_after(before: dict[str, int], target: dict[str, int], k: int, count: int) -> dict[str, int]:
+def states_after(before: dict[str, int], target: dict[str, int], k: int, count: int,
+                 held: frozenset[str] = frozenset()) -> dict[str, int]:
     """Each arc's anchor state at the end of phase k of `count`, from `before` (the end of the phase before).
     The transitions still missing to `target` (the event's alignment), counted over all arcs, are shared over the
     phases left (rounded half up), so three arcs that each move once in a two-phase event move twice in the first
     phase and once in the second rather than all in the first; inside a phase the steps go one per arc in turn
     (arc order), so one arc does not take two steps while another waits. The last phase reaches the target and a
-    change never happens between phases. An everyday stretch's target is the state it starts in: nothing moves."""
+    change never happens between phases. An everyday stretch's target is the state it starts in: nothing moves.
+    `held` (`held_back`): arcs whose next change the event dates after this phase; they wait for a later phase,
+    and the phase reaches fewer changes rather than another arc's early (the last phase reaches every target)."""
     left = max(1, count - k)
     out = {arc: before.get(arc, 0) for arc in target}
     missing = {arc: max(0, goal - out[arc]) for arc, goal in target.items()}
     total = sum(missing.values())
     take = total if left == 1 else (2 * total + left) // (2 * left)
+    waiting = held if left > 1 else frozenset()
+    take = min(take, sum(n for arc, n in missing.items() if arc not in waiting))
     while take > 0:
         for arc in target:
-            if take > 0 and missing[arc] > 0:
+            if take > 0 and missing[arc] > 0 and arc not in waiting:
                 out[arc] += 1
                 missing[arc] -= 1
                 take -= 1
@@ -109,6 +115,29 @@ def told_order(description: str, arcs: list[LifeArc], start: dict[str, int], tar
     return {arc_id: target[arc_id] for _, arc_id in order}
 
 
+_SENTENCE = re.compile(r"(?<=[.!?;。！？；])\s*")
+
+
+def trigger_days(description: str, arcs: list[LifeArc], before: dict[str, int], target: dict[str, int],
+                 near: dt.date) -> dict[str, dt.date]:
+    """Per arc still to change, the day the major event's description dates its next change to: the earliest
+    calendar day named in the first sentence that tells the next state's trigger (a content unit of it, as
+    `told_order` finds them). A capable writer's phase was told a freelancer's state "paid in full" while the
+    event's own text said "his last invoice is paid on 31 January", a date of the next phase."""
+    by_id = {arc.id: arc for arc in arcs}
+    sentences = [s for s in _SENTENCE.split(description) if s]
+    out = {}
+    for arc_id, goal in target.items():
+        arc, k = by_id.get(arc_id), before.get(arc_id, 0) + 1
+        if arc is None or k >= len(arc.anchor_states) or goal < k:
+            continue
+        cues = naming_units(key_units(arc.anchor_states[k].trigger))
+        told = next((s for s in sentences if any(cue in s.lower() for cue in cues)), "")
+        if days := days_named(told, near):
+            out[arc_id] = min(days)
+    return out
+
+
 def phase_bounds(length: int, count: int, k: int, start: int, most: int | None = None,
                  moving_later: int = 0) -> tuple[int, int]:
     """The day offsets (inside the event) where phase k may end: room is left for each later phase; the last
@@ -144,6 +173,21 @@ class PhaseSlot:
 
     def date(self, offset: int) -> dt.date:
         return self.event.start + dt.timedelta(days=offset)
+
+
+def dated_slot(slot: PhaseSlot, days: dict[str, dt.date], before: dict[str, int], after: dict[str, int],
+               target: dict[str, int], previous: Phase | None, most: int | None) -> tuple[PhaseSlot, dict[str, int]]:
+    """The phase's slot and states kept to the days the event dates its changes to (`trigger_days`): a change
+    dated after the phase's latest end waits for a later phase (`states_after`'s `held`), and a change the phase
+    reaches is not dated after its earliest end: the phase ends on that day or later."""
+    held = frozenset(a for a, day in days.items() if day > slot.date(slot.high))
+    if held and slot.k < slot.count - 1:
+        after = states_after(before, target, slot.k, slot.count, held)
+        slot = phase_slot(slot.event, slot.k, slot.count, previous, most,
+                          phases_reaching(after, target, slot.k, slot.count))
+    due = [(day - slot.event.start).days for a, day in days.items()
+           if after.get(a, 0) > before.get(a, 0) and slot.date(slot.low) < day <= slot.date(slot.high)]
+    return (replace(slot, low=max(due)) if due else slot), after
 
 
 def phase_slot(event: MajorEvent, k: int, count: int, previous: Phase | None, most: int | None = None,
@@ -259,9 +303,11 @@ class PhasesRun:
         most = self.ctx.section.everyday_phase_days if event.kind == "everyday" else None
         start_states = state_map(previous.arc_states) if previous else {}
         target = told_order(event.description, self.arcs, start_states, state_map(event.arc_states))
+        same = previous if previous and previous.major_event_id == event.id else None
         after_states = states_after(start_states, target, k, count)
-        slot = phase_slot(event, k, count, previous if previous and previous.major_event_id == event.id else None,
-                          most, phases_reaching(after_states, target, k, count))
+        slot = phase_slot(event, k, count, same, most, phases_reaching(after_states, target, k, count))
+        slot, after_states = dated_slot(slot, trigger_days(event.description, self.arcs, start_states, target,
+                                                           event.start), start_states, after_states, target, same, most)
         moves = arc_moves(self.arcs, start_states, after_states, (slot.date(slot.start), slot.date(slot.high)),
                           state_map(event.arc_states))
         known = self.registry(position)

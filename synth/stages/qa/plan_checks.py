@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 
 from synth.config import question_types
-from synth.core.calendar import EN_WEEKDAYS, ZH_DAYS, ZH_WEEKDAY
+from synth.core.calendar import EN_DATE, EN_WEEKDAYS, MONTHS, ZH_DATE, ZH_DAYS, ZH_WEEKDAY, zh_int
 from synth.core.text import clipped
 from synth.core.tokens import estimate_tokens
 from synth.life.windows import Segment
@@ -69,51 +68,26 @@ def relied_on(outline: str, segment: Segment, chosen: Sequence[int]) -> list[int
 
 
 _CONTEXT = re.compile(r"^(?:in|of|early|late|mid|since|until|by|during|last|next|this)\s+|^-", re.IGNORECASE)
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december")
-_MON = "|".join(m[:3].capitalize() + f"(?:{m[3:]})?" for m in _MONTHS)
-# an English day of a month ("March 5", "Mar. 5th", "the 5th of March"): a month name alone is not that precise
-_EN_DATE = re.compile(rf"\b(?:({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?\s+of\s+({_MON}))\b")
-
-
-# a Chinese month (and day) in digits or numerals, however spaced or padded: "3 月 4 日", "03月04号", "３月４日",
-# "三月四日" → "3月4日" (a capable writer's "九月九日" was refused against evidence saying "9月9日")
-_ZH_NUMBER = r"[0-9０-９]{1,2}|[一二三四五六七八九十]{1,3}"
-_ZH_DATE = re.compile(rf"({_ZH_NUMBER})\s*月(?:\s*({_ZH_NUMBER})\s*[日号])?")
-_ZH_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九", 1)}
-
-
-def _zh_int(written: str) -> int:
-    """A month or day as a number, from digits (any width) or Chinese numerals up to 三十一 ("十二" → 12)."""
-    written = unicodedata.normalize("NFKC", written)
-    if written.isdigit():
-        return int(written)
-    tens, _, ones = written.rpartition("十")
-    if "十" not in written:
-        return _ZH_DIGITS.get(written, 0)
-    return (_ZH_DIGITS.get(tens, 0) if tens else 1) * 10 + _ZH_DIGITS.get(ones, 0)
-
-
 def _canonical(text: str) -> str:
     """`text` lower-cased with every English day of a month written "march 5", every Chinese date in digits "3月4日"
     (a capable writer's outline "3 月 4 日" was refused against evidence saying "2022年3月4日晚上") and every Chinese
     weekday "周日"."""
     def day(m: re.Match) -> str:
         month, number = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
-        return f"{next(x for x in _MONTHS if x.startswith(month[:3].lower()))} {int(number)}"
+        return f"{next(x for x in MONTHS if x.startswith(month[:3].lower()))} {int(number)}"
 
     def zh_day(m: re.Match) -> str:
-        month = _zh_int(m.group(1))
-        return f"{month}月{_zh_int(m.group(2))}日" if m.group(2) else f"{month}月"
-    text = _ZH_DATE.sub(zh_day, _EN_DATE.sub(day, text))
+        month = zh_int(m.group(1))
+        return f"{month}月{zh_int(m.group(2))}日" if m.group(2) else f"{month}月"
+    text = ZH_DATE.sub(zh_day, EN_DATE.sub(day, text))
     return ZH_WEEKDAY.sub(lambda m: "周" + ("日" if m.group(1) == "天" else m.group(1)), text.lower())
 
 
 def outline_dates(outline: str) -> list[tuple[str, str]]:
     """(as written, as compared) for every date word of an outline: an English day of a month whole ("March 5" →
     "march 5"), else each match of the question-date patterns without its context word."""
-    out = [(m.group(0), _canonical(m.group(0))) for m in _EN_DATE.finditer(outline)]
-    rest = _EN_DATE.sub(" ", outline)
+    out = [(m.group(0), _canonical(m.group(0))) for m in EN_DATE.finditer(outline)]
+    rest = EN_DATE.sub(" ", outline)
     return out + [(d, date_core(d)) for d in explicit_dates(rest)]
 
 
@@ -128,7 +102,7 @@ def date_core(written: str) -> str:
 
 def day_words(when: dt.datetime) -> list[str]:
     """How a text may name the day of a trace: its date, weekday and month, in both languages."""
-    month = _MONTHS[when.month - 1]
+    month = MONTHS[when.month - 1]
     return [when.date().isoformat(), EN_WEEKDAYS[when.weekday()], month, f"{month} {when.day}",
             f"{when.month}月{when.day}日", f"{when.month}月", f"{_ZH_MONTHS[when.month - 1]}月",
             f"周{ZH_DAYS[when.weekday()]}"]
