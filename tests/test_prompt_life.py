@@ -201,6 +201,10 @@ def test_the_major_events_prompt_matches_each_transition_to_a_fitting_trigger_wi
     expected = ("6 state changes are to come across the arcs and 6 events to carry them" if language == "en"
                 else "一共还有 6 次状态变化，由 6 个事件来承载")
     assert expected in body
+    # as many events as changes: each its own trigger, and every state reached (writers given fewer left every
+    # arc's second state beyond the timeline)
+    assert ("each change can have an event of its own" if language == "en" else "每次变化都可以有自己的事件") in body
+    assert ("each arc is in its last state" if language == "en" else "每条弧线都处在它的最后一个状态") in body
     # fewer events than changes: never worded as if the events had to carry them all (a writer read "6 changes,
     # carried by 3 events" as a count to meet, and bundled unrelated triggers beside the rule not to)
     few = text("arcs_major_events.j2", language, arcs=three, count=3)

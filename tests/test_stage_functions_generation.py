@@ -182,6 +182,10 @@ def test_major_event_count_follows_the_rate_with_a_floor():
     assert arcs_stage.major_event_count(one, 21) == 1
     assert arcs_stage.major_event_count(one, 21, moving_arcs=3) == 3
     assert arcs_stage.major_event_count(one, 2, moving_arcs=3) == 2, "never more than the timeline's days"
+    # three arcs of three states: six changes, each with its own trigger event (writers given three events left
+    # every arc's second state beyond the timeline)
+    assert arcs_stage.major_event_count(one, 75, moving_arcs=3, changes=6) == 6
+    assert arcs_stage.major_event_count(ARCS_SECTION, 365, moving_arcs=6, changes=6) == 12, "the rate, when higher"
 
 
 def test_major_event_variables_and_build_major_events():

@@ -68,6 +68,7 @@ MAJOR_ANSWER = {"events": [
     _major("Late1", 41, 41, [1, 2, 1], THIRD),
     _major("Mid", 35, 25, [1, 0, 2], "choir_audition"),
     _major("Late2", 41, 41, [0, 0, 0], f"{FIRST}_2"),
+    _major("Early", 0, 1, [0, 0, 0], "night_shift_swap"),  # three arcs of three states: six changes, six events
 ]}
 
 
@@ -112,23 +113,23 @@ def test_arcs_scripted_seeds_arcs_and_major_events(tmp_path):
 
     every = load(directory, "major_events.jsonl")
     assert [m.index for m in every] == list(range(len(every))), "indices follow time, everyday stretches included"
-    # the gaps of 3 days or more are everyday life: before day 5, 13-19, 36-39
+    # the gaps of 3 days or more are everyday life: 2-4, 13-19, 36-39
     assert [((m.start - START).days, (m.end - START).days) for m in every if m.kind == "everyday"] == [
-        (0, 4), (13, 19), (36, 39)]
+        (2, 4), (13, 19), (36, 39)]
     majors = [m for m in every if m.kind == "major"]
-    assert [m.title for m in majors] == ["Start", "Move", "Mid", "Late1", "Late2"], "sorted by start (stable)"
-    assert [m.id for m in majors] == [mint_id(PID, "major_event", i) for i in range(5)]
+    assert [m.title for m in majors] == ["Early", "Start", "Move", "Mid", "Late1", "Late2"], "sorted by start"
+    assert [m.id for m in majors] == [mint_id(PID, "major_event", i) for i in range(6)]
     days = [((m.start - START).days, (m.end - START).days) for m in majors]
     # Move's overlap with Mid is cut, Mid's reversed span flipped, the two on the last day pushed apart
-    assert days == [(5, 12), (20, 24), (25, 35), (40, 40), (41, 41)]
+    assert days == [(0, 1), (5, 12), (20, 24), (25, 35), (40, 40), (41, 41)]
     assert all(START <= m.start <= m.end <= END for m in majors)
     assert all(a.end < b.start for a, b in itertools.pairwise(majors)), "no two major events overlap"
     assert [m.seed_id for m in majors] == [seed_id[n] for n in
-                                           ["night_shift_swap", FIRST, "choir_audition", THIRD, f"{FIRST}_2"]]
+                                           ["night_shift_swap", "night_shift_swap", FIRST, "choir_audition", THIRD, f"{FIRST}_2"]]
     for m in majors:
         assert [s.arc_id for s in m.arc_states] == [a.id for a in arcs], "every arc, in arc order"
     indices = [[s.anchor_index for s in m.arc_states] for m in majors]
-    assert indices == [[0, 1, 0], [2, 1, 1], [2, 1, 2], [2, 2, 2], [2, 2, 2]], "a running max per arc"
+    assert indices == [[0, 0, 0], [0, 1, 0], [2, 1, 1], [2, 1, 2], [2, 2, 2], [2, 2, 2]], "a running max per arc"
 
 
 def test_arcs_scripted_repair_is_deterministic(tmp_path):

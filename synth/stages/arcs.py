@@ -113,13 +113,15 @@ def build_arcs(persona: Persona, seeds: list[EventSeed], answer: BaseModel) -> l
 
 # ------------------------------------------------------------------------------------------ (c) major events
 
-def major_event_count(section: ArcsSettings, days: int, moving_arcs: int = 0) -> int:
+def major_event_count(section: ArcsSettings, days: int, moving_arcs: int = 0, changes: int = 0) -> int:
     """Major events: the yearly rate over the timeline, at least `min_major_events`, and at least one per arc that
-    has a state to move to (`moving_arcs`): an arc's next state is reached through a major event that triggers it,
-    and one event asked to trigger three unrelated arcs moved only one (a capable writer left the others flat);
-    never more than the timeline has days."""
+    has a state to move to (`moving_arcs`) and one per state change the arcs plan (`changes`): a state is reached
+    through a major event that triggers it, and one event asked to trigger three unrelated arcs moved only one (a
+    capable writer left the others flat); with three events for six changes, writers in both languages gave each
+    event one arc's first change and left every second state beyond the timeline, unreached. Never more than the
+    timeline has days. More major events cost phases, not events: a phase's events follow its days."""
     per_year = section.major_events_per_year
-    wanted = max(section.min_major_events, round(per_year * days / 365.25), moving_arcs)
+    wanted = max(section.min_major_events, round(per_year * days / 365.25), moving_arcs, changes)
     return max(1, min(wanted, days))
 
 
@@ -344,7 +346,8 @@ class ArcsRun:
     async def place_major_events(self) -> Records:
         seeds, arcs = self.seeds(), self.arcs()
         days = timeline_days(self.persona)
-        count = major_event_count(self.section, days, sum(len(a.anchor_states) > 1 for a in arcs))
+        count = major_event_count(self.section, days, sum(len(a.anchor_states) > 1 for a in arcs),
+                                  sum(len(a.anchor_states) - 1 for a in arcs))
         fewest = min(len(a.anchor_states) for a in arcs)
         model = major_answer(tuple(seed_labels(seeds, self.ctx.language)), days, len(arcs), fewest, count)
         holidays = timeline_holidays(self.persona, self.ctx.settings.holiday_countries, self.ctx.language)
