@@ -526,6 +526,34 @@ def test_words_said_aloud_are_never_hinted_to_a_message_thread():
     assert not traces_stage.said_aloud("The aloudness of the room", ("aloud",), ())
 
 
+def test_evidence_typed_in_a_message_is_hinted_to_that_message_whatever_is_said_beside_it():
+    """A capable planner was hinted a diary (and a note) for a physio's words to Gareth beside his text to a friend
+    about them: the words said aloud left every thread out, while the text itself lives in one. It wrote the
+    thread instead and noted the hint."""
+    from synth.config import conf, settings
+    from synth.records import Event, Evidence
+
+    section = settings.parse(conf.preset_config("small")).traces
+    rules = {f"{rule}_media": frozenset(getattr(section, f"{rule}_media")) for rule in ("typed", "addressed", "terse")}
+    said = (tuple(section.said_words), tuple(section.typed_words))
+    weights = {"message_thread": 1e-9, "wechat_chat": 1e-9, "diary": 1e9}  # the seeded draw alone: the diary
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 15, 11), title="t",
+                  description="d", location="", participant_ids=["b"])
+
+    def hint(*statements: str) -> list[str]:
+        evidence = [Evidence(id=f"v{n}", persona_id="p", event_id="e", kind="fact", arc_ids=[], statement=text)
+                    for n, text in enumerate(statements)]
+        return traces_stage.plan_variables({}, event, evidence, 1, weights, 48, said=said, posted=section.posted,
+                                           typed=rules["typed_media"], addressed=rules["addressed_media"],
+                                           terse=rules["terse_media"])["suggested"]
+
+    physio = "On 15 March Bethan told Gareth his knee was bending better than at any time since he started physio."
+    assert hint(physio) == ["diary"], "words said aloud alone: no thread"
+    assert hint(physio, "After the session Gareth texted Rhian that he had been promoted to top of the class.") == [
+        "message_thread"]
+    assert hint("理疗师当面告诉他膝盖好多了。", "出来后他发微信跟女儿说，作业减半了。") == ["wechat_chat"]
+
+
 def test_private_evidence_of_a_moment_alone_is_never_hinted_to_an_email():
     """A capable planner, hinted email for private evidence of a moment with no one else in it, invented a reply to
     a therapist's pre-appointment email that no event holds: there was no one to write it to."""

@@ -26,6 +26,7 @@ from synth.stages.common import (  # noqa: F401  (re-exported)
     media_weights,
     medium_band,
     mentions,
+    posted_media,
     short_media,
     state_map,
     suggest_media,
@@ -179,7 +180,9 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     hinted a thread for words said face to face at dinner, noted the hint against the rule); nor the `addressed`
     media for private words said aloud to someone in the moment: the one to write to was there to hear them (a
     capable planner, hinted email for three private things said to her partner at dinner, found no one to send
-    it to)."""
+    it to). None of these leaves out the medium an evidence says it was itself written in (`posted`: "texted
+    Rhian", 发微信): a capable planner, hinted a diary for a physio's words beside his text to a friend about them,
+    wrote the thread instead."""
     left_out = set(short or {}) if len(evidence) > count else set()
     aloud = [e for e in evidence if said_aloud(e.statement, *said)]
     if aloud or any(QUOTED.search(e.statement) or mentions(e.statement, said[1]) for e in evidence):
@@ -191,6 +194,8 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
         left_out |= addressed
     if event.participant_ids and any(e.private for e in aloud):  # the one to write to was there to hear it
         left_out |= addressed
+    # where an evidence says it was itself written (a text to someone) stays: words said aloud beside it are retold
+    left_out -= set(posted_media([e.statement for e in evidence], posted or {}, sorted(weights)))
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
             "suggested": media_hint(event.id, count, hint_weights(weights, public, any(e.private for e in evidence),
