@@ -125,6 +125,9 @@ def test_the_seed_prompt_says_the_real_span_and_keeps_months_long_seeds_to_a_sli
         assert "lasts only 21 days" in body and "a slice of it fits" in body and "already happened" in body
     else:
         assert "只有 21 天" in body and "某一段" in body and "已经发生过的事" in body
+    # what the profile says is under way may be kept for its next step (writers of both languages could not tell
+    # whether a business founded last year, or a course already begun, counted as "already happened")
+    assert ("what it says is under way" if language == "en" else "档案里说正在进行的事") in body
 
 
 def test_a_state_the_person_is_in_shows_no_trigger_and_state_0_is_caused_before_the_start():
@@ -205,6 +208,9 @@ def test_the_major_events_prompt_matches_each_transition_to_a_fitting_trigger_wi
     # arc's second state beyond the timeline)
     assert ("each change can have an event of its own" if language == "en" else "每次变化都可以有自己的事件") in body
     assert ("each arc is in its last state" if language == "en" else "每条弧线都处在它的最后一个状态") in body
+    # "can", not "must": a trigger inside another event stays there (a writer read one change an event as a rule
+    # and moved the feedback on a talk three weeks after it)
+    assert ("where a trigger belongs inside another event" if language == "en" else "某个触发本来就发生在另一个事件里") in body
     # fewer events than changes: never worded as if the events had to carry them all (a writer read "6 changes,
     # carried by 3 events" as a count to meet, and bundled unrelated triggers beside the rule not to)
     few = text("arcs_major_events.j2", language, arcs=three, count=3)
