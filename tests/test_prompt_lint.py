@@ -278,6 +278,15 @@ def test_a_change_the_event_dates_later_waits_for_its_phase():
     slot, after = phases_stage.dated_slot(slot, days, before, after, target, None, None)
     assert after == {"pay": 0, "gym": 1}
     assert slot.date(slot.low) == dt.date(2022, 1, 12), "the phase takes in the day its change is dated to"
+    # a day inside the phase's range but past its fair share waits too: a writer's first phase was stretched to the
+    # show its event dated on the fourteenth of fifteen days, leaving the second one day
+    show = MajorEvent(id="m2", persona_id="p", index=1, title="S", description="d", start=dt.date(2022, 3, 2),
+                      end=dt.date(2022, 3, 16), arc_states=[])
+    one = {"pay": 1}
+    first = phases_stage.phase_slot(show, 0, 2, None, None, 0)
+    assert first.date(first.high) >= dt.date(2022, 3, 15)
+    late, stays = phases_stage.dated_slot(first, {"pay": dt.date(2022, 3, 15)}, {"pay": 0}, one, one, None, None)
+    assert stays == {"pay": 0} and late.date(late.low) < dt.date(2022, 3, 15)
     # the last phase reaches every target, whatever its text dates
     assert phases_stage.states_after(after, target, 1, 2, frozenset({"pay"})) == target
     zh = [arc("pay", "尾款到账"), arc("gym", "办了攀岩馆的卡")]
@@ -354,6 +363,15 @@ def test_a_state_of_a_later_phase_is_shown_as_later_and_the_marks_decide():
     last = arc_moves(arcs, first, states_after(first, target, 1, 2), None, target)
     assert all(not m["later"] for m in last)
     assert "later phase" not in text("phases_generate.j2", "en", moves=last)
+    # a phase that reaches nothing before a later phase's change leads up to it (it was told to live with a change
+    # that had not come: its state waited for the day the event dates it to)
+    waiting = arc_moves(arcs, {}, {}, None, target)
+    assert all(not m["reaches"] for m in waiting) and all(m["later"] for m in waiting)
+    assert "leading up to the states" in text("phases_generate.j2", "en", moves=waiting)
+    assert "lives with the change so far" not in text("phases_generate.j2", "en", moves=waiting)
+    assert "一步步走向" in text("phases_generate.j2", "zh", moves=waiting)
+    assert "lives with the change so far" in text("phases_generate.j2", "en", moves=[
+        {**m, "later": []} for m in waiting])
 
 
 @pytest.mark.parametrize("name", ["phases_generate.j2", "events_generate.j2"])
@@ -552,6 +570,9 @@ def test_evidence_typed_in_a_message_is_hinted_to_that_message_whatever_is_said_
     assert hint(physio, "After the session Gareth texted Rhian that he had been promoted to top of the class.") == [
         "message_thread"]
     assert hint("理疗师当面告诉他膝盖好多了。", "出来后他发微信跟女儿说，作业减半了。") == ["wechat_chat"]
+    # two messages, one trace: no thread holds both (the writer retold them in a diary)
+    weights.update(message_thread=1e9)  # the seeded draw alone would now name the thread
+    assert hint("He texted Dana that the demo slipped.", "He messaged Priya that he was fine.") == ["diary"]
 
 
 def test_private_evidence_of_a_moment_alone_is_never_hinted_to_an_email():

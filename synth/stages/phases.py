@@ -178,9 +178,13 @@ class PhaseSlot:
 def dated_slot(slot: PhaseSlot, days: dict[str, dt.date], before: dict[str, int], after: dict[str, int],
                target: dict[str, int], previous: Phase | None, most: int | None) -> tuple[PhaseSlot, dict[str, int]]:
     """The phase's slot and states kept to the days the event dates its changes to (`trigger_days`): a change
-    dated after the phase's latest end waits for a later phase (`states_after`'s `held`), and a change the phase
-    reaches is not dated after its earliest end: the phase ends on that day or later."""
-    held = frozenset(a for a, day in days.items() if day > slot.date(slot.high))
+    dated after the phase's fair share of the days left (or its latest end) waits for a later phase
+    (`states_after`'s `held`), and a change the phase reaches is not dated after its earliest end: the phase ends
+    on that day or later. A capable writer's first phase was stretched to the show its event dated on the
+    fourteenth of fifteen days, leaving the second phase one day of aftermath."""
+    length = (slot.event.end - slot.event.start).days + 1
+    share = slot.start + max(1, (length - slot.start) // (slot.count - slot.k)) - 1
+    held = frozenset(a for a, day in days.items() if day > slot.date(min(slot.high, max(slot.low, share))))
     if held and slot.k < slot.count - 1:
         after = states_after(before, target, slot.k, slot.count, held)
         slot = phase_slot(slot.event, slot.k, slot.count, previous, most,

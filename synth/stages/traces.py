@@ -182,7 +182,8 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     capable planner, hinted email for three private things said to her partner at dinner, found no one to send
     it to). None of these leaves out the medium an evidence says it was itself written in (`posted`: "texted
     Rhian", 发微信): a capable planner, hinted a diary for a physio's words beside his text to a friend about them,
-    wrote the thread instead."""
+    wrote the thread instead. Unless more evidence are messages than the traces to write: one thread holds one
+    conversation (a planner hinted a thread for texts to two friends in one trace wrote a diary retelling both)."""
     left_out = set(short or {}) if len(evidence) > count else set()
     aloud = [e for e in evidence if said_aloud(e.statement, *said)]
     if aloud or any(QUOTED.search(e.statement) or mentions(e.statement, said[1]) for e in evidence):
@@ -194,13 +195,21 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
         left_out |= addressed
     if event.participant_ids and any(e.private for e in aloud):  # the one to write to was there to hear it
         left_out |= addressed
-    # where an evidence says it was itself written (a text to someone) stays: words said aloud beside it are retold
-    left_out -= set(posted_media([e.statement for e in evidence], posted or {}, sorted(weights)))
+    # where an evidence says it was itself written (a text to someone) stays: words said aloud beside it are retold;
+    # but more messages than traces leave no thread to prefer (one thread is one conversation; a diary retells them)
+    posted = dict(posted or {})
+    own = set(posted_media([e.statement for e in evidence], posted, sorted(weights)))
+    talks = own & (typed | addressed)
+    if talks and sum(bool(posted_media([e.statement], posted, sorted(talks))) for e in evidence) > count:
+        posted = {m: words for m, words in posted.items() if m not in talks}
+        own -= talks
+        left_out |= talks
+    left_out -= own
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
             "suggested": media_hint(event.id, count, hint_weights(weights, public, any(e.private for e in evidence),
                                     work, work_media, left_out or None),
-                                    [e.statement for e in evidence], posted or {}),
+                                    [e.statement for e in evidence], posted),
             "public": sorted(public & set(weights)),
             # media whose length band is short (medium → its top, in words; zh: characters): one evidence each
             "short": [{"medium": m, "high": high} for m, high in sorted((short or {}).items()) if m in weights],
