@@ -570,6 +570,8 @@ def test_evidence_typed_in_a_message_is_hinted_to_that_message_whatever_is_said_
     assert hint(physio, "After the session Gareth texted Rhian that he had been promoted to top of the class.") == [
         "message_thread"]
     assert hint("理疗师当面告诉他膝盖好多了。", "出来后他发微信跟女儿说，作业减半了。") == ["wechat_chat"]
+    # a sticker sent to someone is a chat message (a planner was hinted a diary for "给郑可欣发了…的表情包")
+    assert hint("评审会后她改出了第四版，给郑可欣发了“第四版，来了”的表情包。") == ["wechat_chat"]
     # two messages, one trace: no thread holds both (the writer retold them in a diary)
     weights.update(message_thread=1e9)  # the seeded draw alone would now name the thread
     assert hint("He texted Dana that the demo slipped.", "He messaged Priya that he was fine.") == ["diary"]
@@ -725,6 +727,10 @@ def test_the_reference_answer_has_no_cap_and_abstention_is_not_in_the_persona_vo
         assert "最多 120 个字" not in body
         if question_type == "unanswerable":
             assert "不用" in body and "第三人称" in body
+        # said where the task starts, not only in the last bullets (a capable writer answered in the first person
+        # before reaching them): the reference is not the person's reply
+        task = body[body.index("第二步"):]
+        assert ("不是此人的回答" in task[:120]) == (question_type == "unanswerable")
     assert "maxLength" not in json.dumps(qa_stage.write_model(120).model_json_schema()["properties"]["answer"])
 
 
