@@ -572,6 +572,16 @@ def test_evidence_typed_in_a_message_is_hinted_to_that_message_whatever_is_said_
     assert hint("理疗师当面告诉他膝盖好多了。", "出来后他发微信跟女儿说，作业减半了。") == ["wechat_chat"]
     # a sticker sent to someone is a chat message (a planner was hinted a diary for "给郑可欣发了…的表情包")
     assert hint("评审会后她改出了第四版，给郑可欣发了“第四版，来了”的表情包。") == ["wechat_chat"]
+    # a post the evidence names stays out when the one trace must carry more than a short medium holds (a planner
+    # was hinted 朋友圈, at most 85 characters and one evidence, for a trace of two evidence)
+    short = {"moments": 50}
+    moments = {"moments": 1e9, "diary": 1e-9}
+    two = [Evidence(id=f"v{n}", persona_id="p", event_id="e", kind="fact", arc_ids=[], statement=text) for n, text in
+           enumerate(["她发朋友圈晒了和母亲的合照。", "那晚她十二点四十就睡着了。"])]
+    assert traces_stage.plan_variables({}, event, two, 1, moments, 48, said=said, posted=section.posted,
+                                       short=short)["suggested"] == ["diary"]
+    assert traces_stage.plan_variables({}, event, two[:1], 1, moments, 48, said=said, posted=section.posted,
+                                       short=short)["suggested"] == ["moments"]
     # two messages, one trace: no thread holds both (the writer retold them in a diary)
     weights.update(message_thread=1e9)  # the seeded draw alone would now name the thread
     assert hint("He texted Dana that the demo slipped.", "He messaged Priya that he was fine.") == ["diary"]

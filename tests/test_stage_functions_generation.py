@@ -262,6 +262,11 @@ def test_phase_slot_leaves_room_for_later_phases_and_ends_with_the_event():
 def test_phase_count_never_exceeds_the_event_days():
     assert phases_stage.phase_count(TEN_DAYS, 3) == 3
     assert phases_stage.phase_count(major(1, START, dt.date(2022, 1, 2), arcs()), 3) == 2
+    # at least `min_days` a phase: a phase of one or two days is no gradual stretch of change
+    assert phases_stage.phase_count(TEN_DAYS, 3, None, 3) == 3
+    assert phases_stage.phase_count(major(1, START, dt.date(2022, 1, 7), arcs()), 3, None, 3) == 2
+    assert phases_stage.phase_count(major(1, START, dt.date(2022, 1, 5), arcs()), 3, None, 3) == 1
+    assert phases_stage.phase_count(major(1, START, START, arcs()), 3, None, 3) == 1, "at least one"
 
 
 def test_phase_variables_show_the_previous_phase_and_the_new_context():
@@ -321,7 +326,7 @@ def test_phases_run_chains_every_phase_to_the_one_before():
     later = major(1, dt.date(2022, 1, 15), dt.date(2022, 1, 16), arcs())
     ctx = SimpleNamespace(persona=persona(), arcs=arcs(), major_events=[later, TEN_DAYS], language="en",
                           settings=SimpleNamespace(holiday_countries={}),
-                          section=SimpleNamespace(phases_per_event=3, everyday_phase_days=21))
+                          section=SimpleNamespace(phases_per_event=3, everyday_phase_days=21, min_phase_days=1))
     run = phases_stage.PhasesRun(ctx)
     chain = run.chain()
     keys = [key for key, _ in chain]
@@ -331,6 +336,9 @@ def test_phases_run_chains_every_phase_to_the_one_before():
         ("m0", 0, 3), ("m0", 1, 3), ("m0", 2, 3), ("m1", 0, 2), ("m1", 1, 2)]
     # each unit reads the one before it by position: one chain across events
     assert [position for *_, position in args] == list(range(5)) and run.keys == keys
+    # `min_phase_days` reaches the count: the two-day event is one phase
+    ctx.section.min_phase_days = 3
+    assert [count for _, unit in phases_stage.PhasesRun(ctx).chain() for count in unit.args[2:3]] == [3, 3, 3, 1]
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

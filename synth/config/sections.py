@@ -55,6 +55,7 @@ class PhasesSettings(Section):
     """The phases stage: each major event (and everyday stretch) cut into phases with a rolling snapshot."""
 
     phases_per_event: int = knob("phases per major event", ge=1)
+    min_phase_days: int = knob("a major event has no more phases than its days over this (at least one)", ge=1)
     registry_days: int = knob("the registry a prompt shows: whom the moment names, then those seen in the last this "
                               "many days, most recent first (synth.life.registry_view)", ge=0)
     registry_tokens: int = knob("... while their lines fit in this many tokens", ge=0)

@@ -49,13 +49,14 @@ def to_snapshot(answer: BaseModel, arcs: list[LifeArc]) -> Snapshot:
                     arc_status={arc.id: text.strip() for arc, text in zip(arcs, answer.arc_status, strict=True)})
 
 
-def phase_count(event: MajorEvent, per_event: int, everyday_days: int | None = None) -> int:
-    """NUMPHASES(E): the configured count, fewer when the event has fewer days (phases never share a day); an
-    everyday stretch gets one phase per `everyday_days` days (rounded up)."""
+def phase_count(event: MajorEvent, per_event: int, everyday_days: int | None = None, min_days: int = 1) -> int:
+    """NUMPHASES(E): the configured count, fewer when the event has fewer than `min_days` days a phase (a phase of
+    one or two days is no "gradual stretch of change"); an everyday stretch gets one phase per `everyday_days` days
+    (rounded up)."""
     days = (event.end - event.start).days + 1
     if event.kind == "everyday" and everyday_days:
         return max(1, -(-days // everyday_days))
-    return max(1, min(per_event, days))
+    return max(1, min(per_event, days // max(1, min_days)))
 
 
 def states_after(before: dict[str, int], target: dict[str, int], k: int, count: int,
@@ -341,7 +342,8 @@ class PhasesRun:
         """Every phase of every major event (and everyday stretch), each unit reading the ones before it."""
         work = []
         for event in self.events:
-            count = phase_count(event, self.ctx.section.phases_per_event, self.ctx.section.everyday_phase_days)
+            count = phase_count(event, self.ctx.section.phases_per_event, self.ctx.section.everyday_phase_days,
+                                self.ctx.section.min_phase_days)
             for k in range(count):
                 key = mint_id(event.id, "phase", k)
                 work.append((key, partial(self.generate_phase, event, k, count, len(self.keys))))

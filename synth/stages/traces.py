@@ -204,7 +204,7 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
         posted = {m: words for m, words in posted.items() if m not in talks}
         own -= talks
         left_out |= talks
-    left_out -= own
+    left_out -= own & (typed | addressed)  # a short medium stays out for a trace of several evidence
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
             "suggested": media_hint(event.id, count, hint_weights(weights, public, any(e.private for e in evidence),
