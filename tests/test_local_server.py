@@ -185,7 +185,10 @@ def test_tiny_pipeline_end_to_end_through_the_server(server: Server, tmp_path) -
     # A 270M base model needs more re-asks than a real one, and sometimes loops to a task's token cap (the arc plan:
     # 2,220 tokens in ~205 s on two cores): a looping answer must come back as a too-long answer the repair loop
     # re-asks, not as a transport timeout that ends the run. Which prompt makes it loop changes with every prompt edit.
-    config.write_text("max_repairs = 4\ntimeout_s = 900\n")
+    # Arcs of two states: three changes, three major events — the plumbing, not the life's size, is under test (with
+    # the tiny preset's three states a timeline gets six major events, one per change, and this run took twice as
+    # long on two cores).
+    config.write_text("max_repairs = 4\ntimeout_s = 900\n[arcs]\nanchor_states = 2\n")
     result = run_synth("run", "--preset", "tiny", "--provider", "openai", "--base-url", server.base_url,
                        "--model", server.model_id, "--config", str(config), "--out", str(out),
                        "--personas", str(PERSONAS), timeout=3000)

@@ -20,6 +20,8 @@ pytestmark = [pytest.mark.local, pytest.mark.slow]
 
 CONFIG = """sources = ["written", "group_chat", "lifelog"]
 timeline_days = 14
+[arcs]
+anchor_states = 2
 [events]
 max_events = 1
 [traces]
