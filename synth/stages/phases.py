@@ -67,7 +67,7 @@ def states_after(before: dict[str, int], target: dict[str, int], k: int, count: 
     phase and once in the second rather than all in the first; inside a phase the steps go one per arc in turn
     (arc order), so one arc does not take two steps while another waits. The last phase reaches the target and a
     change never happens between phases. An everyday stretch's target is the state it starts in: nothing moves.
-    `held` (`held_back`): arcs whose next change the event dates after this phase; they wait for a later phase,
+    `held` (`dated_slot`): arcs whose next change the event dates after this phase; they wait for a later phase,
     and the phase reaches fewer changes rather than another arc's early (the last phase reaches every target)."""
     left = max(1, count - k)
     out = {arc: before.get(arc, 0) for arc in target}
