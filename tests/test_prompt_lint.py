@@ -517,6 +517,33 @@ def test_private_words_said_to_someone_in_the_moment_are_never_hinted_to_an_emai
     assert hint("Ciaran told Darragh in a text that he had been talking to someone.") == ["email"]
 
 
+def test_a_moment_with_someone_outside_work_is_never_hinted_to_an_email():
+    """A capable planner was hinted email for a phone-free dinner with her partner (nothing private in it) and
+    wrote to a friend in a message thread instead: a letter about an evening out with someone close is not how
+    people keep it. In a work moment, or when the evidence says it was emailed, the email may stay."""
+    from synth.config import conf, settings
+    from synth.records import Event, Evidence
+
+    section = settings.parse(conf.preset_config("small")).traces
+    weights = {"email": 1e9, "message_thread": 1e-9, "diary": 1e-9}  # the seeded draw alone: the email
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 3, 3, 19, 15), title="t",
+                  description="d", location="", participant_ids=["dan"])
+
+    def hint(statement: str, work: bool, people: tuple[str, ...] = ("dan",)) -> list[str]:
+        evidence = [Evidence(id="v", persona_id="p", event_id="e", kind="fact", arc_ids=[], private=False,
+                             statement=statement)]
+        moment = event.model_copy(update={"participant_ids": list(people)})
+        return traces_stage.plan_variables({}, moment, evidence, 1, weights, 48, work=work,
+                                           addressed=frozenset(section.addressed_media),
+                                           typed=frozenset(section.typed_media), posted=section.posted)["suggested"]
+
+    dinner = "At dinner with Dan on March 3 Meg kept her phone zipped in her coat pocket for the whole meal."
+    assert hint(dinner, work=False) == ["message_thread"]
+    assert hint(dinner, work=True) == ["email"]
+    assert hint(dinner, work=False, people=()) == ["email"]
+    assert hint("After dinner Meg emailed her sister that Dan had chosen the restaurant.", work=False) == ["email"]
+
+
 def test_words_said_aloud_are_never_hinted_to_a_message_thread():
     """A capable planner was hinted a message thread for words said face to face to his wife that evening, while the
     rule says a thread never holds words said face to face: it retold them and noted the hint against the rule."""

@@ -180,7 +180,9 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     hinted a thread for words said face to face at dinner, noted the hint against the rule); nor the `addressed`
     media for private words said aloud to someone in the moment: the one to write to was there to hear them (a
     capable planner, hinted email for three private things said to her partner at dinner, found no one to send
-    it to). None of these leaves out the medium an evidence says it was itself written in (`posted`: "texted
+    it to). Nor a letter medium (`addressed` but not `typed`: an email) for a moment spent with someone outside
+    work (`work` false): a capable planner, hinted email for a phone-free dinner with her partner, wrote to a friend
+    in a message thread instead. None of these leaves out the medium an evidence says it was itself written in (`posted`: "texted
     Rhian", 发微信): a capable planner, hinted a diary for a physio's words beside his text to a friend about them,
     wrote the thread instead. Unless more evidence are messages than the traces to write: one thread holds one
     conversation (a planner hinted a thread for texts to two friends in one trace wrote a diary retelling both)."""
@@ -195,6 +197,8 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
         left_out |= addressed
     if event.participant_ids and any(e.private for e in aloud):  # the one to write to was there to hear it
         left_out |= addressed
+    if event.participant_ids and not work:  # a letter (addressed, not typed) about an evening out with someone close
+        left_out |= addressed - typed
     # where an evidence says it was itself written (a text to someone) stays: words said aloud beside it are retold;
     # but more messages than traces leave no thread to prefer (one thread is one conversation; a diary retells them)
     posted = dict(posted or {})
