@@ -55,7 +55,7 @@ VARIABLES = {
     "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4, "days": 75},
     "arcs_plan.j2": {"seeds": SEEDS, "per_dimension": 2, "states": 4},
     "arcs_major_events.j2": {"seeds": SEEDS, "arcs": ARCS, "count": 8, "days": 365,
-                           "holidays": HOLIDAYS},
+                           "holidays": HOLIDAYS, "gap": 14},
     "phases_init.j2": {"arcs": ARCS, "event": EVENT_VIEW, "moves": MOVES[:1]},
     "phases_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP_JSON, "k": 1, "count": 3,
                            "start_day": 4, "low": 4, "high": 18, "start_date": "2022-01-05", "low_date": "2022-01-05",

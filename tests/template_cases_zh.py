@@ -115,7 +115,7 @@ def _generation(name: str) -> dict:
         "arcs_seeds.j2": {"pool": SEEDS, "keep_max": 12, "added": 4, "days": 75},
         "arcs_plan.j2": {"seeds": SEEDS, "per_dimension": 2, "states": 3},
         "arcs_major_events.j2": {"seeds": SEEDS, "arcs": ARCS, "count": 8, "days": 365,
-                               "holidays": HOLIDAYS},
+                               "holidays": HOLIDAYS, "gap": 14},
         "phases_init.j2": {"arcs": ARCS, "event": EVENT_VIEW, "moves": MOVES},
         "phases_generate.j2": {"arcs": ARCS, "event": EVENT_VIEW, "snapshot": SNAP, "k": 1, "count": 3,
                                "start_day": 7, "low": 7, "high": 7, "start_date": "2023-02-08", "low_date": "2023-02-08",

@@ -220,6 +220,31 @@ def test_the_major_events_prompt_matches_each_transition_to_a_fitting_trigger_wi
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
+def test_two_changes_of_one_arc_are_planned_weeks_apart(language):
+    """A capable planner put an emotion arc's two changes in major events 13 days apart: its evidence spanned 13
+    days, so its comparison and trajectory plans (at least 14) were infeasible. The plan asks for the span those
+    items need, or what the timeline has room for; an arc that changes once is told nothing."""
+    from types import SimpleNamespace
+
+    from template_cases_zh import ARCS
+
+    from synth.stages.arcs import change_gap
+
+    def arcs(states: int) -> list:
+        return [SimpleNamespace(anchor_states=[None] * states), SimpleNamespace(anchor_states=[None] * 2)]
+
+    assert change_gap(arcs(3), 75, 14) == 14
+    assert change_gap(arcs(3), 30, 14) == 10  # no room for 14: a third of the days each
+    assert change_gap(arcs(2), 75, 14) == 0
+    three = [{**a, "anchor_states": a["anchor_states"][:1] * 3} for a in (ARCS * 3)[:3]]
+    body = text("arcs_major_events.j2", language, arcs=three, count=6, days=75, gap=14)
+    assert ("two changes of one arc come at least 14 days apart" if language == "en"
+            else "同一条弧线的两次状态变化至少相隔 14 天") in body
+    quiet = text("arcs_major_events.j2", language, arcs=three, count=6, days=75, gap=0)
+    assert ("days apart" if language == "en" else "至少相隔") not in quiet
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
 def test_a_deadline_a_major_event_sets_inside_the_timeline_is_met_missed_or_put_off(language):
     """A capable writer's major event set "在三月前给出明确答复" in a timeline ending 03-16; no later event met it, and
     the snapshot of 03-01 found the deadline passed with nothing to resolve it."""

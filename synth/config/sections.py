@@ -321,7 +321,8 @@ class FilterSettings(Section):
                               "with the refinement validator's last pick a majority for the key rejects", ge=1, le=8)
     blind_unanswerable: bool = knob("unanswerable items take the blind test too (E must not be the pick because A-D "
                                     "are oddly specific)")
-    min_span_days: int = knob("comparison and trajectory items: their traces span at least this many days", ge=0)
+    min_span_days: int = knob("comparison and trajectory items: their traces span at least this many days (the major-"
+                              "event plan asks for two changes of one arc this far apart)", ge=0)
     single_trace_max: int = knob("multi-point items: a judge sees one needed trace at a time, at most this many "
                                  "(newest first)", ge=0)
     single_trace_confidence: float = knob("... and a pick of the key from one trace at this confidence rejects",

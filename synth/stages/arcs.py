@@ -298,11 +298,22 @@ def timeline_holidays(persona: Persona, countries: dict, language: str) -> list[
     return holidays_between(country_of(persona, countries, language), language, persona.start, persona.end)
 
 
+def change_gap(arcs: list[LifeArc], days: int, span_days: int) -> int:
+    """The fewest days between two changes of one arc that the plan is asked for (0: no arc changes twice):
+    `span_days` (what a comparison or trajectory item spans, `[filter] min_span_days`), or less when the timeline
+    has no room for it. A capable planner put an arc's two changes in major events 13 days apart, so its evidence
+    spanned 13 days and its comparison and trajectory plans (at least 14) were infeasible."""
+    most = max((len(a.anchor_states) for a in arcs), default=0)
+    return min(span_days, days // most) if most > 2 else 0
+
+
 def major_event_variables(persona: Persona, seeds: list[EventSeed], arcs: list[LifeArc], count: int,
-                          holidays: list[dict] | None = None) -> dict:
-    """What arcs_major_events.j2 is rendered with: `holidays`, the timeline's public holidays (`holidays_between`)."""
+                          holidays: list[dict] | None = None, gap: int = 0) -> dict:
+    """What arcs_major_events.j2 is rendered with: `holidays`, the timeline's public holidays (`holidays_between`);
+    `gap`, the fewest days between two changes of one arc (`change_gap`)."""
     return {"persona": persona.model_dump(mode="json"), "seeds": seed_views(seeds, persona.language),
-            "arcs": arc_views(arcs), "count": count, "days": timeline_days(persona), "holidays": holidays or []}
+            "arcs": arc_views(arcs), "count": count, "days": timeline_days(persona), "holidays": holidays or [],
+            "gap": gap}
 
 
 class ArcsRun:
@@ -351,7 +362,8 @@ class ArcsRun:
         fewest = min(len(a.anchor_states) for a in arcs)
         model = major_answer(tuple(seed_labels(seeds, self.ctx.language)), days, len(arcs), fewest, count)
         holidays = timeline_holidays(self.persona, self.ctx.settings.holiday_countries, self.ctx.language)
-        variables = major_event_variables(self.persona, seeds, arcs, count, holidays)
+        variables = major_event_variables(self.persona, seeds, arcs, count, holidays,
+                                          change_gap(arcs, days, self.ctx.settings.filter.min_span_days))
         answer = await self.ctx.ask("arcs", "arcs_major_events.j2", variables, model,
                                     max_tokens=answer_tokens(self.ctx, count * (160 + 8 * len(arcs))))
         return {"major_events.jsonl": build_major_events(self.persona, seeds, arcs, answer,
@@ -375,4 +387,5 @@ STAGE = Stage(
     body=run,
     help="seeds.jsonl, arcs.jsonl, major_events.jsonl: event seeds, life arcs, major events on the timeline",
     config_files=("event_seeds.toml",),  # the shipped seed pool: editing it makes arcs stale
+    config_keys=("filter.min_span_days",),  # the fewest days between two changes of one arc (`change_gap`)
 )
