@@ -614,6 +614,36 @@ def test_evidence_typed_in_a_message_is_hinted_to_that_message_whatever_is_said_
     assert hint("He texted Dana that the demo slipped.", "He messaged Priya that he was fine.") == ["diary"]
 
 
+def test_a_medium_an_evidence_was_typed_in_is_not_hinted_when_the_one_trace_carries_private_evidence_it_rules_out():
+    """A capable planner was hinted an email for one trace of three evidence: an invoice emailed to a client, a
+    grin at his blog's stats he kept to himself, a text left unanswered; and a thread for a text to a friend beside
+    an afternoon of refreshing his bank app. The one trace carries the private evidence too, so it cannot be
+    written to anyone; with a trace for each evidence, the medium it was typed in stays."""
+    from synth.config import conf, settings
+    from synth.records import Event, Evidence
+
+    section = settings.parse(conf.preset_config("small")).traces
+    weights = {"email": 1e-9, "message_thread": 1e-9, "diary": 1e9}  # the seeded draw alone: the diary
+    event = Event(id="e", persona_id="p", phase_id="ph", time=dt.datetime(2022, 2, 28, 17, 30), title="t",
+                  description="d", location="", participant_ids=[])
+
+    def hint(count: int, *evidence: tuple[str, bool]) -> list[str]:
+        rows = [Evidence(id=f"v{n}", persona_id="p", event_id="e", kind="fact", arc_ids=[], statement=text,
+                         private=private) for n, (text, private) in enumerate(evidence)]
+        return traces_stage.plan_variables({}, event, rows, count, weights, 48, posted=section.posted, close=False,
+                                           addressed=frozenset(section.addressed_media),
+                                           typed=frozenset(section.typed_media))["suggested"]
+
+    invoice = ("On 28 February Declan emailed the Berlin startup its February invoice.", False)
+    grin = ("That evening Declan kept checking his blog post's stats, grinning as the views passed 300.", True)
+    assert hint(1, invoice, grin) == ["diary"]
+    assert hint(2, invoice, grin)[0] == "email", "a trace each: the email may be the invoice's"
+    assert hint(1, invoice, (grin[0], False)) == ["email"], "nothing private: the email it was sent in"
+    rory = ("When Rory texted that he would keep an ear out, Declan answered with a thumbs-up.", False)
+    bank = ("Through the afternoon Declan kept refreshing his inbox and his bank app.", True)
+    assert hint(1, rory, bank) == ["diary"]
+
+
 def test_private_evidence_of_a_moment_alone_is_never_hinted_to_an_email():
     """A capable planner, hinted email for private evidence of a moment with no one else in it, invented a reply to
     a therapist's pre-appointment email that no event holds: there was no one to write it to."""

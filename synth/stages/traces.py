@@ -185,7 +185,9 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     in a message thread instead. None of these leaves out the medium an evidence says it was itself written in (`posted`: "texted
     Rhian", 发微信): a capable planner, hinted a diary for a physio's words beside his text to a friend about them,
     wrote the thread instead. Unless more evidence are messages than the traces to write: one thread holds one
-    conversation (a planner hinted a thread for texts to two friends in one trace wrote a diary retelling both)."""
+    conversation (a planner hinted a thread for texts to two friends in one trace wrote a diary retelling both).
+    Nor when one trace must also carry private evidence that rules that medium out: a capable planner, hinted an
+    email for one trace of an invoice emailed to a client beside the grin he kept to himself, wrote a diary."""
     left_out = set(short or {}) if len(evidence) > count else set()
     aloud = [e for e in evidence if said_aloud(e.statement, *said)]
     if aloud or any(QUOTED.search(e.statement) or mentions(e.statement, said[1]) for e in evidence):
@@ -193,10 +195,12 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     if aloud:
         left_out |= typed
     someone = bool(event.participant_ids) if close is None else close
+    private_out: set[str] = set()  # the media the private evidence rules out
     if not someone and any(e.private for e in evidence):
-        left_out |= addressed
+        private_out |= addressed
     if event.participant_ids and any(e.private for e in aloud):  # the one to write to was there to hear it
-        left_out |= addressed
+        private_out |= addressed
+    left_out |= private_out
     if event.participant_ids and not work:  # a letter (addressed, not typed) about an evening out with someone close
         left_out |= addressed - typed
     # where an evidence says it was itself written (a text to someone) stays: words said aloud beside it are retold;
@@ -208,7 +212,10 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
         posted = {m: words for m, words in posted.items() if m not in talks}
         own -= talks
         left_out |= talks
-    left_out -= own & (typed | addressed)  # a short medium stays out for a trace of several evidence
+    kept = own & (typed | addressed)  # a short medium stays out for a trace of several evidence
+    if len(evidence) > count:  # a trace that carries the private evidence too: not one its privacy rules out
+        kept -= private_out
+    left_out -= kept
     return {**context, "evidence": [e.model_dump(mode="json") for e in evidence], "count": count,
             "media": sorted(weights), "targets": media_targets(weights), "max_delay": max_delay,
             "suggested": media_hint(event.id, count, hint_weights(weights, public, any(e.private for e in evidence),
