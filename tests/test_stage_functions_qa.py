@@ -670,6 +670,13 @@ def test_a_trace_that_tells_of_the_next_day_is_written_then():
     assert traces.told_delay(late, "Replies came the next morning.", 1.2, 4) == 4, "never past the allowed delay"
     assert traces.told_delay(late, "Replies came the next morning.", 20, 48) == 20, "already after it"
     assert traces.told_delay(late, "Nothing about later.", 1.2, 48) == 1.2
+    # day two of a holiday, and the day after another day retold, are not the day after this event (a capable
+    # writer got an evening post and a bedtime message, planned for that night, timed for the next morning)
+    assert traces.told_delay(late, "1月2日元旦第二天跑单跑到天黑，赶去奶茶店晚班迟到了二十分钟", 4.5, 48) == 4.5
+    assert traces.told_delay(late, "说过年那天爸当着亲戚说他，他摔筷子第二天一早就走的事憋了很久", 7.5, 48) == 7.5
+    assert traces.told_delay(late, "He told her how last year he quit, and the next morning he left.", 1.2, 48) == 1.2
+    assert traces.told_delay(late, "当晚没睡着，第二天一早就给她打了电话", 1.2, 48) == 8.5, "this event's next day"
+    assert traces.told_delay(late, "She lay awake that night and texted him the next morning.", 1.2, 48) == 8.5
 
 
 def test_an_earlier_plan_says_how_much_of_its_evidence_is_not_in_the_list():

@@ -68,17 +68,25 @@ DAY_PART = {"afternoon": 13, "evening": 18, "night": 20, "中午": 12, "下午":
 # an intention before it in the same sentence ("plans to call her the next day", 打算第二天去) is not yet told
 INTENDED = re.compile(r"\b(?:will|would|plans?|planning|intends?|going to|means? to|wants? to|hopes? to|tomorrow"
                       r"|decides? to|decided to|promises? to|promised to)\b|打算|准备|计划|想着|要去|明天|决定", re.IGNORECASE)
+# an earlier time named before it in the same sentence: the day after *that*, retold ("过年那天……第二天一早就走了");
+# not "that night" or 当晚, which may well be the event's own
+RETOLD = re.compile(r"\blast\s+(?:week|month|year|time|summer|winter|spring|autumn|christmas)\b|\bago\b"
+                    r"|\bback\s+(?:then|in)\b|过年|除夕|上次|上回|去年|上个月|上周|上礼拜|那年|小时候|以前", re.IGNORECASE)
+# a holiday or a stretch whose day two it names (元旦第二天, 开学第二天): an ordinal, not the day after the event
+ORDINAL = re.compile(r"(?:元旦|春节|过年|新年|节日|假期|放假|长假|开学|入职|上班|开工|复工|住院|出差|节后|年后|婚后|军训)的?$")
 
 
 def told_delay(event: Event, key_information: str, delay_hours: float, max_delay: int) -> float:
     """The plan's delay, moved on to the day after the event when its key information tells what happened then:
     a capable planner timed a message thread 00:42 after an evening event while its key information held the
     replies "the next morning" (the plan prompt says a trace is written after all it tells). Not moved past
-    `max_delay`, nor for what the person only means to do then."""
+    `max_delay`, nor for what the person only means to do then, nor for the day after another day the sentence
+    names (a retold quarrel: "过年那天……第二天一早就走了"), nor for day two of a holiday ("元旦第二天"): a capable
+    writer got an evening post and a bedtime message, planned for that night, timed for the next morning."""
     latest = 0.0
     for found in NEXT_DAY.finditer(key_information):
         sentence = re.split(r"[.!?;。！？；\n]", key_information[:found.start()])[-1]
-        if INTENDED.search(sentence):
+        if INTENDED.search(sentence) or RETOLD.search(sentence) or ORDINAL.search(sentence):
             continue
         hour = DAY_PART.get((found.group(1) or found.group(2) or "").lower(), 8)
         then = dt.datetime.combine(event.time.date() + dt.timedelta(days=1), dt.time(hour))
