@@ -191,7 +191,7 @@ def test_major_event_count_follows_the_rate_with_a_floor():
 def test_major_event_variables_and_build_major_events():
     arcs_ = arcs()
     variables = arcs_stage.major_event_variables(persona(), seeds(), arcs_, 3)
-    assert list(variables) == ["persona", "seeds", "arcs", "count", "days", "holidays"]
+    assert list(variables) == ["persona", "seeds", "arcs", "count", "days", "holidays", "gap"]
     assert (variables["count"], variables["days"]) == (3, 42)
     assert [a["label"] for a in variables["arcs"]] == ["Trust", "Trust (2)"]
     answer = arcs_stage.major_answer(("s0", "s2", "walk"), 42, 2, 3, 3).model_validate({"events": [
