@@ -153,6 +153,10 @@ def test_one_event_need_not_hold_both_a_states_trigger_and_its_weekly_cues(langu
     reached = [{**MOVES[0], "reaches": [{"index": 1, "state": MOVES[0]["state"], "absent_days": []}]}]
     body = text("events_generate.j2", language, moves=reached, count=2)
     assert ("in that event or in a later event" in body) if language == "en" else ("这个事件或本阶段之后的事件" in body)
+    # a trigger that came before the phase (the quarrel at the previous event's dinner) cannot be lived again: the
+    # event lives its first consequences (a capable writer met "经历它的触发" for a quarrel already written)
+    assert ("when the trigger came before this phase, its first consequences" in body if language == "en"
+            else "触发在本阶段之前已经发生时，经历它带来的最初后果" in body)
 
 
 def test_a_quoted_line_may_appear_verbatim_in_its_trace():
