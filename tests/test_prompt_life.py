@@ -159,6 +159,19 @@ def test_one_event_need_not_hold_both_a_states_trigger_and_its_weekly_cues(langu
             else "触发在本阶段之前已经发生时，经历它带来的最初后果" in body)
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_phase_says_no_more_than_its_events_of_how_long_the_person_wrote(language):
+    """A phase said "clipped one-line answers on Slack" while its events prompt says never how long something the
+    person wrote was (the medium sets that): a capable writer had to turn the phase's length into a reply's words."""
+    from template_cases_zh import MOVES
+
+    rule = ("never how long something the person wrote or sent was" if language == "en"
+            else "不写此人写下或发出的东西有多长")
+    assert rule in text("phases_generate.j2", language, moves=MOVES)
+    assert ("never how long something the person wrote was" if language == "en" else "不写此人写下的东西有多长") in text(
+        "events_generate.j2", language)
+
+
 def test_a_quoted_line_may_appear_verbatim_in_its_trace():
     """A journal line quoted by the evidence ("Treated it like a client file.") had to be copied while the rules
     said never to copy statements."""
