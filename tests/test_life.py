@@ -168,7 +168,7 @@ def test_a_fake_run_lives_every_new_path(tmp_path):
     others = "\n".join(f"{m} = 0" for m in ("social_post", "message_thread", "email", "note", "todo_list",
                                               "calendar_entry", "search_history", "voice_memo_transcript",
                                               "photo_caption"))
-    config.write_text("[arcs]\nmin_major_events = 3\n[phases]\nnew_people = 2\n"
+    config.write_text("[arcs]\nmin_major_events = 3\neveryday_min_days = 1\n[phases]\nnew_people = 2\n"
                       f"[traces]\nvoice_wave_days = 7\n[traces.media.en]\ndiary = 1\n{others}\n")
     fake = run_stage(tmp_path, ["persona", "arcs", "phases", "events", "traces"], config=config)
     d = tmp_path / "p01_maya"
