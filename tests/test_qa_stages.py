@@ -161,6 +161,33 @@ def test_when_the_rewrites_run_out_the_last_question_is_kept_with_every_guess(wo
     assert len(world.model.asked("qa_write")) == 2 and world.model.unused() == {}
 
 
+def test_a_dated_question_is_asked_again_and_kept_for_the_filter_when_it_stays_dated(world):
+    """A capable writer asked about "一月" in three of sixteen questions, all then rejected by the filter: the
+    question is re-asked with the date it named; one still dated when the re-asks run out is kept (the filter
+    rejects it with its reason), never a failed unit."""
+    one_type(world, "factual")
+    world.config["qa"]["standalone_rewrites"] = 0
+    dated = json.dumps({"question": "Hey Lin, what did you do in March?", "answer": "I did it."})
+    world.model.queue("qa_plan", plan_reply([1])).queue("qa_write", dated, WRITE_REPLY)
+    world.run("qa")
+    [item] = world.read("qa.jsonl", QA)
+    assert item.question == "Hey Lin, what did you do?"
+    first, second = world.model.asked("qa_write")
+    assert "question names “March”" in second.messages[-1]["content"]
+    assert "A question names no year, month, date or weekday" in second.messages[-1]["content"]
+
+
+def test_a_question_still_dated_after_the_re_asks_is_kept(world):
+    one_type(world, "factual")
+    world.config["qa"]["standalone_rewrites"] = 0
+    dated = json.dumps({"question": "Hey Lin, what did you do in March?", "answer": "I did it."})
+    world.model.queue("qa_plan", plan_reply([1])).queue("qa_write", *[dated] * 12)
+    world.run("qa")
+    [item] = world.read("qa.jsonl", QA)
+    assert item.question == "Hey Lin, what did you do in March?"
+    assert len(world.model.asked("qa_write")) >= 2
+
+
 @pytest.mark.parametrize("question_type, rounds", [("factual", 0), ("unanswerable", 2)])
 def test_unanswerable_questions_and_zero_rewrites_are_not_read_blind(world, question_type, rounds):
     one_type(world, question_type)
@@ -511,3 +538,23 @@ def test_the_twin_plan_re_ask_names_the_earlier_type_in_the_request_language():
     assert "（[2], [5]）" in zh and "「比较」题" in zh, zh
     assert "comparison" not in zh, "the type by its native label"
     assert "nearly the same evidence ([2], [5]) as the comparison question already planned" in en
+
+
+def test_the_dated_question_repair_shows_the_words_as_written_in_either_language():
+    """The re-ask quotes the date as the question wrote it: a zh writer reads no English label ("a month name")."""
+    from types import SimpleNamespace
+
+    from synth.config.prompts import render
+    from synth.llm.base import Reask
+    from synth.stages.qa.standalone import undated
+
+    def text(name: str, language: str, **values) -> str:
+        return "\n".join(m["content"] for m in render(name, language=language, **values))
+
+    with pytest.raises(Reask) as caught:
+        undated(SimpleNamespace(question="浩子，一月你跑外卖碰上差评那回，你是怎么应对的？"))
+    reason = {"kind": caught.value.kind, **caught.value.detail}
+    zh = text("llm_repair.j2", "zh", reason=reason, error="e")
+    assert "问题里写了“一月”" in zh and not re.search(r"[A-Za-z]{3,}", zh.replace("JSON", ""))
+    assert "question names “一月”" in text("llm_repair.j2", "en", reason=reason, error="e")
+    undated(SimpleNamespace(question="浩子，上礼拜那个下雨夹雪的晚上，你是怎么应对的？"))  # relative words stay

@@ -42,7 +42,7 @@ from synth.stages.qa.plan_checks import (  # noqa: F401  (DECIDED_LINES, gate, r
     undated_outline,
     visible,
 )
-from synth.stages.qa.standalone import standing, with_guesses
+from synth.stages.qa.standalone import standing, with_guesses, write
 
 HOURS = (7, 22)  # a friend asks between breakfast and bedtime
 
@@ -324,7 +324,7 @@ class Planner:
         cap = self.section.max_answer_chars[self.ctx.language]
         variables = write_variables(self.common, arc, segment, plan, needed, asked, self.traces, self.ctx.settings.prompts,
                                     cap)
-        answer = await self.ctx.ask("qa_write", "qa_write.j2", variables, write_model(cap))
+        answer = await write(self.ctx, variables, write_model(cap))
         answer, guesses = await standing(self.ctx, self.section.standalone_rewrites, answer, plan.question_type,
                                          variables, write_model(cap))
         topic = f"{answer.question} {plan.absent_topic}"

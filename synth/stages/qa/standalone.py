@@ -8,6 +8,8 @@ from pydantic import BaseModel
 
 from synth.config import question_types
 from synth.engine.stage import StageContext
+from synth.llm.base import GenerationFailed, Reask
+from synth.quality.rules import explicit_date, explicit_dates
 from synth.records import QA
 
 
@@ -63,10 +65,32 @@ async def standing(ctx: StageContext, rounds: int, written: BaseModel, question_
         guesses.append(found)
         if round_ == rounds:
             break
-        written = await ctx.ask("qa_write", "qa_write.j2", {**variables, "guessed": guesses}, model,
-                                sample=round_ + 1)
+        written = await write(ctx, {**variables, "guessed": guesses}, model, sample=round_ + 1)
     return written, [g["answer"] for g in guesses]
 
 
 def with_guesses(qa: QA, guesses: list[str]) -> QA:
     return qa.model_copy(update={"open_guesses": guesses}) if guesses else qa
+
+
+DATED = "question: names"  # how `undated`'s re-ask starts (a question still dated is kept; the filter rejects it)
+
+
+def undated(answer: BaseModel) -> None:
+    """A question names no year, month, date or weekday (the prompt's rule, which the filter enforces): re-asked with
+    what it named. A capable writer asked about "一月" in three of sixteen questions, each then rejected."""
+    found = explicit_date(answer.question)
+    if found:  # the repair prompt shows the words as written (a zh prompt holds no English label)
+        raise Reask("dated_question", f"{DATED} {found}; a question names no year, month, date or weekday",
+                    date=f"“{explicit_dates(answer.question)[0]}”")
+
+
+async def write(ctx: StageContext, variables: dict, model: type[BaseModel], sample: int = 0) -> BaseModel:
+    """One `qa_write.j2` answer, re-asked while its question is dated (`undated`); when the re-asks run out, the
+    last answer without the check (kept: the filter names the date in `rejected.jsonl`)."""
+    try:
+        return await ctx.ask("qa_write", "qa_write.j2", variables, model, check=undated, sample=sample)
+    except GenerationFailed as exc:
+        if DATED not in str(exc):
+            raise
+        return await ctx.ask("qa_write", "qa_write.j2", variables, model, sample=sample)
