@@ -38,7 +38,7 @@ class CounterSeed(BaseModel):
 
 
 class CounterSeeds(BaseModel):
-    seeds: list[CounterSeed] = Field(min_length=1)  # exactly as many as asked: `counter_seeds_model`
+    seeds: list[CounterSeed] = Field(min_length=1, max_length=5)  # three, and two spares (`seeds.SPARE`)
 
 
 @lru_cache(maxsize=None)

@@ -257,9 +257,8 @@ def select(qa: QA, evidence: list[Evidence], seen: dict[str, dt.datetime], event
 CANDIDATES = 8  # the real seeds `balanced` chooses three from (56 triples)
 # counter-seeds written beyond those needed, so that `balanced` chooses among written sets too: in 75-day lives 21
 # of 26 answerable items had no fitting real distractor seed, and the written sets each shared a strand with the
-# key (the readers' "most overlap" cue) with nothing to choose from; with two spares (ten triples) the readers of
-# sixteen passes still named the key as the hub whose strands each written set borrows one of: five give 56 triples
-SPARE = 5
+# key (the readers' "most overlap" cue) with nothing to choose from
+SPARE = 2
 
 
 def seed_people(seed: OptionSeed, evidence: dict[str, Evidence], events: dict[str, Event]) -> frozenset[str]:
