@@ -313,6 +313,13 @@ def test_a_phase_naming_a_weekday_its_days_leave_out_ends_later_to_take_it_in():
     assert end("She called him.", 2) == "2022-01-03"
     short = phases_stage.PhaseSlot(event=TEN_DAYS, k=0, count=3, start=2, low=2, high=4)  # Monday to Wednesday
     assert end("周末去培训机构", 2, short) == "2022-01-03"  # no weekend within reach: the end stays
+    # a day it plans, puts off or calls off is to come: the end stays (a capable writer's phase ending Friday,
+    # "she tells Priya by text she has to skip their weekend walk", was stretched to the Saturday)
+    weekdays = phases_stage.PhaseSlot(event=TEN_DAYS, k=0, count=3, start=3, low=3, high=8)  # Tuesday on
+    assert end("She tells Priya by text she has to skip their weekend walk.", 6, weekdays) == "2022-01-07"
+    assert end("She spends the weekend at her mother's.", 6, weekdays) == "2022-01-08"
+    assert end("他打算周六再去一趟培训机构", 6, weekdays) == "2022-01-07"
+    assert end("周六他去了一趟培训机构", 6, weekdays) == "2022-01-08"
 
 
 def test_to_snapshot_maps_statuses_to_arcs_in_order():

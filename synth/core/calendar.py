@@ -168,10 +168,20 @@ def weekdays_named(text: str) -> set[int]:
 _WEEKEND = re.compile(r"\bweekends?\b|周末", re.IGNORECASE)
 
 
+# a clause that plans, puts off or calls off what it names ("she has to skip their weekend walk", 打算周六去): the
+# day it names is to come, not a day the stretch holds
+_PLANNED = re.compile(r"\b(?:will|would|plans?|planning|intends?|going to|has to|have to|needs? to|means? to|wants? to"
+                      r"|hopes? to|next\s+week\w*|tomorrow|skip\w*|cancel\w*|put(?:s|ting)? off|postpon\w*)\b"
+                      r"|打算|准备|计划|想着|要去|明天|下周|下礼拜|下个|推掉|取消|改到", re.IGNORECASE)
+
+
 def days_needed(text: str) -> list[set[int]]:
     """The days a text says its stretch holds, each as the weekdays that would do: one set per weekday named, and
-    Saturday-or-Sunday for "the weekend" / "周末"."""
-    return [{d} for d in sorted(weekdays_named(text))] + ([{5, 6}] if _WEEKEND.search(text) else [])
+    Saturday-or-Sunday for "the weekend" / "周末" — in clauses that tell what happens, not in one that plans, puts
+    off or calls it off (a capable writer's Tuesday-to-Friday phase, "she has to skip their weekend walk", was
+    stretched to the Saturday, a day it told nothing of)."""
+    told = " ".join(c for c in re.split(r"[.;!?,。；！？，、\n]", text) if not _PLANNED.search(c))
+    return [{d} for d in sorted(weekdays_named(told))] + ([{5, 6}] if _WEEKEND.search(told) else [])
 
 
 def weekdays_between(first: dt.date, last: dt.date) -> set[int]:
