@@ -310,8 +310,9 @@ def test_whoever_a_phase_names_is_registered_and_an_unmet_trigger_person_goes_by
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_someone_a_state_names_by_role_stays_unnamed_and_ordinary_days_leave_open_matters_open(language):
     """A capable writer met a state's cue "asks the apprentice to take the heavy jobs" with no apprentice listed,
-    while new_people was only for someone who "enters the life" (he had worked there for years); another met an
-    everyday stretch crossing the month's end by which a boss wanted her answer, under a bare "no turning point"."""
+    while new_people was only for someone who "enters the life" (he had worked there for years); another, a line
+    manager the profile mentioned by role and who would come back, between "stays unnamed" and "is first named in
+    this phase and will come back: new_people" (the role rule wins); another met an everyday stretch crossing the month's end by which a boss wanted her answer, under a bare "no turning point"."""
     import template_cases_en as en_case
     import template_cases_zh as zh_case
 
@@ -320,9 +321,11 @@ def test_someone_a_state_names_by_role_stays_unnamed_and_ordinary_days_leave_ope
                 "everyday": text("phases_generate.j2", language, event={**view, "kind": "everyday"})}
     wanted = {
         "en": [("major", "someone the profile or a state above mentions without a listed name keeps to how it is"),
-               ("major", "Someone who enters the life, or is first named, in this phase"),
+               ("major", "Someone who enters the life in this phase, or was in it all along but nothing above mentions"),
+               ("major", "unnamed, also when they come back"),
                ("everyday", "a matter earlier phases left open stays open")],
-        "zh": [("major", "档案或上面的状态提到、却没有列出名字的人，照那里的说法称呼"), ("major", "新出现或第一次被叫出名字"),
+        "zh": [("major", "档案或上面的状态提到、却没有列出名字的人，照那里的说法称呼"), ("major", "或早在此人生活里但上面从没提到过"),
+               ("major", "不要给他们起名字，以后再出现也一样"),
                ("everyday", "之前悬而未决的事，在这段日子里仍然悬着")],
     }[language]
     missing = [(kind, rule) for kind, rule in wanted if rule not in rendered[kind]]
