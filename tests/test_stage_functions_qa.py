@@ -677,6 +677,9 @@ def test_a_trace_that_tells_of_the_next_day_is_written_then():
     assert traces.told_delay(late, "He told her how last year he quit, and the next morning he left.", 1.2, 48) == 1.2
     assert traces.told_delay(late, "当晚没睡着，第二天一早就给她打了电话", 1.2, 48) == 8.5, "this event's next day"
     assert traces.told_delay(late, "She lay awake that night and texted him the next morning.", 1.2, 48) == 8.5
+    # what something is for is not told of the next day (an evening diary was dated the next morning for it)
+    assert traces.told_delay(late, "Hannah helped her prepare reagents for the next day.", 1.2, 48) == 1.2
+    assert traces.told_delay(late, "他把为第二天准备的材料放进包里", 1.2, 48) == 1.2
 
 
 def test_an_earlier_plan_says_how_much_of_its_evidence_is_not_in_the_list():

@@ -72,6 +72,8 @@ INTENDED = re.compile(r"\b(?:will|would|plans?|planning|intends?|going to|means?
 # not "that night" or 当晚, which may well be the event's own
 RETOLD = re.compile(r"\blast\s+(?:week|month|year|time|summer|winter|spring|autumn|christmas)\b|\bago\b"
                     r"|\bback\s+(?:then|in)\b|过年|除夕|上次|上回|去年|上个月|上周|上礼拜|那年|小时候|以前", re.IGNORECASE)
+# what it is for or due by ("reagents for the next day", 为第二天): a day to come, not one told
+PURPOSE = re.compile(r"\b(?:for|by|until|before)\s+(?:the\s+)?$|(?:为|给)$", re.IGNORECASE)
 # a holiday or a stretch whose day two it names (元旦第二天, 开学第二天): an ordinal, not the day after the event
 ORDINAL = re.compile(r"(?:元旦|春节|过年|新年|节日|假期|放假|长假|开学|入职|上班|开工|复工|住院|出差|节后|年后|婚后|军训)的?$")
 
@@ -81,12 +83,13 @@ def told_delay(event: Event, key_information: str, delay_hours: float, max_delay
     a capable planner timed a message thread 00:42 after an evening event while its key information held the
     replies "the next morning" (the plan prompt says a trace is written after all it tells). Not moved past
     `max_delay`, nor for what the person only means to do then, nor for the day after another day the sentence
-    names (a retold quarrel: "过年那天……第二天一早就走了"), nor for day two of a holiday ("元旦第二天"): a capable
-    writer got an evening post and a bedtime message, planned for that night, timed for the next morning."""
+    names (a retold quarrel: "过年那天……第二天一早就走了"), nor for day two of a holiday ("元旦第二天"), nor for
+    what something is for ("reagents for the next day"): capable writers got an evening post, a bedtime message and
+    an evening diary, each planned for that night, timed for the next morning."""
     latest = 0.0
     for found in NEXT_DAY.finditer(key_information):
         sentence = re.split(r"[.!?;。！？；\n]", key_information[:found.start()])[-1]
-        if INTENDED.search(sentence) or RETOLD.search(sentence) or ORDINAL.search(sentence):
+        if any(p.search(sentence) for p in (INTENDED, RETOLD, ORDINAL, PURPOSE)):
             continue
         hour = DAY_PART.get((found.group(1) or found.group(2) or "").lower(), 8)
         then = dt.datetime.combine(event.time.date() + dt.timedelta(days=1), dt.time(hour))
