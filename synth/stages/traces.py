@@ -184,8 +184,9 @@ def plan_variables(context: dict, event: Event, evidence: list[Evidence], count:
     work (`work` false): a capable planner, hinted email for a phone-free dinner with her partner, wrote to a friend
     in a message thread instead. None of these leaves out the medium an evidence says it was itself written in
     (`posted`: "texted Rhian", 发微信): a capable planner, hinted a diary for a physio's words beside his text to a
-    friend about them, wrote the thread instead. Unless more evidence are messages than the traces to write: one thread holds one
-    conversation (a planner hinted a thread for texts to two friends in one trace wrote a diary retelling both).
+    friend about them, wrote the thread instead. Unless more evidence are messages than the traces to write: one
+    thread holds one conversation (a planner hinted a thread for texts to two friends in one trace wrote a diary
+    retelling both).
     Nor when one trace must also carry private evidence that rules that medium out: a capable planner, hinted an
     email for one trace of an invoice emailed to a client beside the grin he kept to himself, wrote a diary."""
     left_out = set(short or {}) if len(evidence) > count else set()
