@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from synth.config import question_types
 from synth.engine.stage import StageContext
 from synth.llm.base import GenerationFailed, Reask
-from synth.quality.rules import explicit_date, explicit_dates
+from synth.quality.rules import explicit_dates
 from synth.records import QA
 
 
@@ -79,10 +79,10 @@ DATED = "question: names"  # how `undated`'s re-ask starts (a question still dat
 def undated(answer: BaseModel) -> None:
     """A question names no year, month, date or weekday (the prompt's rule, which the filter enforces): re-asked with
     what it named. A capable writer asked about "一月" in three of sixteen questions, each then rejected."""
-    found = explicit_date(answer.question)
-    if found:  # the repair prompt shows the words as written (a zh prompt holds no English label)
-        raise Reask("dated_question", f"{DATED} {found}; a question names no year, month, date or weekday",
-                    date=f"“{explicit_dates(answer.question)[0]}”")
+    found = explicit_dates(answer.question)
+    if found:  # the words as written (a zh prompt holds no English label)
+        raise Reask("dated_question", f"{DATED} “{found[0]}”; a question names no year, month, date or weekday",
+                    date=f"“{found[0]}”")
 
 
 async def write(ctx: StageContext, variables: dict, model: type[BaseModel], sample: int = 0) -> BaseModel:
