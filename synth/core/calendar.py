@@ -168,11 +168,14 @@ def weekdays_named(text: str) -> set[int]:
 _WEEKEND = re.compile(r"\bweekends?\b|周末", re.IGNORECASE)
 
 
+# words of what someone means to do, not yet done ("plans to", 打算): shared by `days_needed` and the traces stage's
+# next-day reading (`synth.stages.trace_write.INTENDED`), each adding its own
+MEANT_WORDS = r"will|would|plans?|planning|intends?|going to|means? to|wants? to|hopes? to|tomorrow"
+MEANT_ZH = "打算|准备|计划|想着|要去|明天"
 # a clause that plans, puts off or calls off what it names ("she has to skip their weekend walk", 打算周六去): the
 # day it names is to come, not a day the stretch holds
-_PLANNED = re.compile(r"\b(?:will|would|plans?|planning|intends?|going to|has to|have to|needs? to|means? to|wants? to"
-                      r"|hopes? to|next\s+week\w*|tomorrow|skip\w*|cancel\w*|put(?:s|ting)? off|postpon\w*)\b"
-                      r"|打算|准备|计划|想着|要去|明天|下周|下礼拜|下个|推掉|取消|改到", re.IGNORECASE)
+_PLANNED = re.compile(rf"\b(?:{MEANT_WORDS}|has to|have to|needs? to|next\s+week\w*|skip\w*|cancel\w*"
+                      rf"|put(?:s|ting)? off|postpon\w*)\b|{MEANT_ZH}|下周|下礼拜|下个|推掉|取消|改到", re.IGNORECASE)
 
 
 def days_needed(text: str) -> list[set[int]]:

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from synth.core import chain
+from synth.core.calendar import MEANT_WORDS, MEANT_ZH
 from synth.core.text import clipped
 from synth.core.tokens import estimate_tokens
 from synth.llm.base import Reask
@@ -66,8 +67,8 @@ NEXT_DAY = re.compile(r"\b(?:next|following)\s+(morning|day|afternoon|evening|ni
                       r"|(?:第二天|次日|隔天|翌日|转天)(一早|早上|早晨|上午|中午|下午|傍晚|晚上|夜里)?", re.IGNORECASE)
 DAY_PART = {"afternoon": 13, "evening": 18, "night": 20, "中午": 12, "下午": 13, "傍晚": 18, "晚上": 19, "夜里": 21}
 # an intention before it in the same sentence ("plans to call her the next day", 打算第二天去) is not yet told
-INTENDED = re.compile(r"\b(?:will|would|plans?|planning|intends?|going to|means? to|wants? to|hopes? to|tomorrow"
-                      r"|decides? to|decided to|promises? to|promised to)\b|打算|准备|计划|想着|要去|明天|决定", re.IGNORECASE)
+INTENDED = re.compile(rf"\b(?:{MEANT_WORDS}|decides? to|decided to|promises? to|promised to)\b|{MEANT_ZH}|决定",
+                      re.IGNORECASE)
 # an earlier time named before it in the same sentence: the day after *that*, retold ("过年那天……第二天一早就走了");
 # not "that night" or 当晚, which may well be the event's own
 RETOLD = re.compile(r"\blast\s+(?:week|month|year|time|summer|winter|spring|autumn|christmas)\b|\bago\b"
